@@ -1,0 +1,90 @@
+//! Events of an agent run, forwarded verbatim to RPC clients.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tau_ai::{AssistantMessageEvent, ToolResultMessage, Usage, UserContentBlock};
+
+use crate::AgentMessage;
+
+/// What a tool returns: content for the model plus tool-specific `details` for clients.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentToolResult {
+    pub content: Vec<UserContentBlock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// Set by a tool that ends the run after this batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminate: Option<bool>,
+}
+
+/// One event of an agent run. A run is `agent_start … agent_end`; a turn is one assistant
+/// reply plus its tool calls and results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    AgentStart,
+    AgentEnd {
+        /// The messages produced in this run.
+        messages: Vec<AgentMessage>,
+        /// True when an automatic retry follows.
+        #[serde(rename = "willRetry", default)]
+        will_retry: bool,
+    },
+    TurnStart,
+    TurnEnd {
+        message: AgentMessage,
+        #[serde(rename = "toolResults")]
+        tool_results: Vec<ToolResultMessage>,
+    },
+    MessageStart {
+        message: AgentMessage,
+    },
+    /// pi 0.79 shape: `assistantMessageEvent` then `message` (the snapshot). Lean shape (pi
+    /// 1.x): `usage` then `assistantMessageEvent`, no `message`.
+    MessageUpdate {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        #[serde(rename = "assistantMessageEvent")]
+        assistant_message_event: Box<AssistantMessageEvent>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<Box<AgentMessage>>,
+    },
+    MessageEnd {
+        message: AgentMessage,
+    },
+    ToolExecutionStart {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        args: Value,
+        /// xcsh: the model's stated intent for the call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        intent: Option<String>,
+    },
+    ToolExecutionUpdate {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        args: Value,
+        /// The accumulated result so far, not a delta.
+        #[serde(rename = "partialResult")]
+        partial_result: AgentToolResult,
+    },
+    ToolExecutionEnd {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        result: AgentToolResult,
+        #[serde(rename = "isError")]
+        is_error: bool,
+        /// xcsh: a successful result the tool flagged as a warning.
+        #[serde(rename = "isWarning", default, skip_serializing_if = "Option::is_none")]
+        is_warning: Option<bool>,
+        /// pi 1.x: how long the tool ran.
+        #[serde(rename = "durationMs", default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+    },
+}

@@ -1,0 +1,25 @@
+//! Provider-neutral LLM types: the [`Model`] description, the messages a model sees
+//! (user, assistant, tool result) with their content blocks, token [`Usage`] and cost,
+//! [`StopReason`], and the [`AssistantMessageEvent`] stream a provider produces.
+//!
+//! These types are also wire types: pi's RPC mode forwards them verbatim, so field names and
+//! field order follow pi's output exactly. The provider clients arrive with the providers issue.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
+pub mod js_number;
+#[macro_use]
+mod macros;
+mod message;
+mod model;
+mod stream;
+
+pub use message::{
+    AssistantContent, AssistantMessage, Cost, ImageContent, Message, StopReason, TextContent,
+    ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserContentBlock,
+    UserMessage,
+};
+pub use model::{
+    InputModality, Model, ModelCost, ThinkingLevel, ThinkingLevelMap, UnknownThinkingLevel,
+    clamp_thinking_level,
+};
+pub use stream::AssistantMessageEvent;

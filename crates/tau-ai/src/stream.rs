@@ -1,0 +1,97 @@
+//! The event stream a provider produces while an assistant message streams in.
+//!
+//! In pi 0.79's shape every content event carries `partial`, the whole message so far. pi 1.x's
+//! lean shape drops `partial` and adds `id`/`toolName` to `toolcall_start`; both fit these
+//! types because those fields are optional.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{AssistantMessage, StopReason, ToolCall};
+
+/// One event of an assistant message stream (`assistantMessageEvent` on the wire).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AssistantMessageEvent {
+    Start {
+        partial: AssistantMessage,
+    },
+    TextStart {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial: Option<AssistantMessage>,
+    },
+    TextDelta {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        delta: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial: Option<AssistantMessage>,
+    },
+    TextEnd {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial: Option<AssistantMessage>,
+    },
+    ThinkingStart {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial: Option<AssistantMessage>,
+    },
+    ThinkingDelta {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        delta: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial: Option<AssistantMessage>,
+    },
+    ThinkingEnd {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial: Option<AssistantMessage>,
+    },
+    #[serde(rename = "toolcall_start")]
+    ToolCallStart {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        /// Lean shape only: the call's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// Lean shape only: the called tool.
+        #[serde(rename = "toolName", default, skip_serializing_if = "Option::is_none")]
+        tool_name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial: Option<AssistantMessage>,
+    },
+    #[serde(rename = "toolcall_delta")]
+    ToolCallDelta {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        /// A raw fragment of the arguments' JSON text.
+        delta: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial: Option<AssistantMessage>,
+    },
+    #[serde(rename = "toolcall_end")]
+    ToolCallEnd {
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        #[serde(rename = "toolCall")]
+        tool_call: ToolCall,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partial: Option<AssistantMessage>,
+    },
+    Done {
+        reason: StopReason,
+        message: AssistantMessage,
+    },
+    Error {
+        reason: StopReason,
+        error: AssistantMessage,
+    },
+}

@@ -1,0 +1,284 @@
+//! Command dispatch and the serve loop.
+//!
+//! One OS thread reads stdin and hands complete records to the loop; one OS thread owns
+//! stdout ([`crate::writer`]). The loop owns the [`AgentSession`] and answers each command with
+//! exactly one response, in completion order.
+
+use std::future::Future;
+use std::io::{BufReader, Read, Write};
+
+use serde::Serialize;
+use serde_json::Value;
+use tau_session::{AgentSession, EventSink, Outbound};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::framing::LineReader;
+use crate::parse::{Inbound, parse_line};
+use crate::wire::{
+    HostToolsData, LastAssistantTextData, MessagesData, QueueData, Ready, Response,
+    RpcCommand, RpcSessionState, TodosData,
+};
+
+/// Capacity of the queue to the stdout writer, in records.
+const OUTBOUND_CAPACITY: usize = 1024;
+/// Capacity of the queue from the stdin reader, in records.
+const INBOUND_CAPACITY: usize = 64;
+
+/// Why [`serve`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitReason {
+    /// stdin reached end of file and all pending work finished.
+    InputClosed,
+    /// A termination signal; the value is the exit code to use (130, 143, 129).
+    Signal(i32),
+    /// stdout could not be written (the client went away).
+    OutputFailed,
+}
+
+/// Answers commands for one session.
+pub struct RpcServer {
+    session: AgentSession,
+    sink: EventSink,
+}
+
+impl RpcServer {
+    pub fn new(session: AgentSession, sink: EventSink) -> Self {
+        Self { session, sink }
+    }
+
+    pub fn session(&self) -> &AgentSession {
+        &self.session
+    }
+
+    /// Handles one stdin record, writing its response (if it gets one) to the sink.
+    pub async fn handle_line(&mut self, line: &[u8]) {
+        match parse_line(line) {
+            Inbound::Command { id, command } => {
+                let reply = self.dispatch(id, command).await;
+                self.sink.emit_line(reply).await;
+            }
+            Inbound::Rejected(response) => self.sink.emit_line(response.to_line()).await,
+            // No dialog or host-tool call can be pending before extensions and the agent loop
+            // exist; pi and xcsh ignore frames whose id matches nothing.
+            Inbound::UiResponse(_) | Inbound::HostToolResult(_) | Inbound::HostToolUpdate(_) => {}
+            Inbound::Ignored => {}
+        }
+    }
+
+    /// Runs one command and returns its response line.
+    async fn dispatch(&mut self, id: Option<Value>, command: RpcCommand) -> Vec<u8> {
+        let name = command.name();
+        let session = &mut self.session;
+        match command {
+            RpcCommand::GetState(_) => ok(id, name, &state_of(session)),
+            RpcCommand::GetMessages(_) => ok(
+                id,
+                name,
+                &MessagesData {
+                    messages: session.messages().to_vec(),
+                },
+            ),
+            RpcCommand::GetLastAssistantText(_) => ok(
+                id,
+                name,
+                &LastAssistantTextData {
+                    text: session.last_assistant_text(),
+                },
+            ),
+            RpcCommand::SetSteeringMode(c) => {
+                session.set_steering_mode(c.mode);
+                done(id, name)
+            }
+            RpcCommand::SetFollowUpMode(c) => {
+                session.set_follow_up_mode(c.mode);
+                done(id, name)
+            }
+            RpcCommand::SetInterruptMode(c) => {
+                session.set_interrupt_mode(c.mode);
+                done(id, name)
+            }
+            RpcCommand::SetAutoCompaction(c) => {
+                session.set_auto_compaction(c.enabled);
+                done(id, name)
+            }
+            RpcCommand::SetAutoRetry(c) => {
+                session.set_auto_retry(c.enabled);
+                done(id, name)
+            }
+            RpcCommand::SetSessionName(c) => match session.set_session_name(&c.name).await {
+                Ok(()) => done(id, name),
+                Err(err) => fail(id, name, err),
+            },
+            RpcCommand::ClearQueue(_) => {
+                let (steering, follow_up) = session.clear_queues().await;
+                ok(id, name, &QueueData { steering, follow_up })
+            }
+            RpcCommand::SetTodos(c) => {
+                session.set_todo_phases(c.phases);
+                ok(
+                    id,
+                    name,
+                    &TodosData {
+                        todo_phases: session.todo_phases().to_vec(),
+                    },
+                )
+            }
+            RpcCommand::SetHostTools(c) => match session.set_host_tools(c.tools) {
+                Ok(tool_names) => ok(id, name, &HostToolsData { tool_names }),
+                Err(err) => fail(id, name, err),
+            },
+            // Nothing of these can be in flight before the agent loop, retry and the bash
+            // command exist, so there is nothing to stop: pi answers success in that case.
+            RpcCommand::Abort(_) | RpcCommand::AbortRetry(_) | RpcCommand::AbortBash(_) => {
+                done(id, name)
+            }
+            RpcCommand::Prompt(_)
+            | RpcCommand::Steer(_)
+            | RpcCommand::FollowUp(_)
+            | RpcCommand::AbortAndPrompt(_)
+            | RpcCommand::NewSession(_)
+            | RpcCommand::SetModel(_)
+            | RpcCommand::CycleModel(_)
+            | RpcCommand::GetAvailableModels(_)
+            | RpcCommand::SetThinkingLevel(_)
+            | RpcCommand::CycleThinkingLevel(_)
+            | RpcCommand::GetAvailableThinkingLevels(_)
+            | RpcCommand::Compact(_)
+            | RpcCommand::Bash(_)
+            | RpcCommand::GetSessionStats(_)
+            | RpcCommand::ExportHtml(_)
+            | RpcCommand::SwitchSession(_)
+            | RpcCommand::Fork(_)
+            | RpcCommand::Clone(_)
+            | RpcCommand::GetForkMessages(_)
+            | RpcCommand::Branch(_)
+            | RpcCommand::GetBranchMessages(_)
+            | RpcCommand::GetCommands(_)
+            | RpcCommand::GetEntries(_)
+            | RpcCommand::GetTree(_)
+            | RpcCommand::SetLocale(_)
+            | RpcCommand::GetIntegrations(_) => {
+                fail(id, name, format!("Not implemented yet: {name}"))
+            }
+        }
+    }
+}
+
+fn state_of(session: &AgentSession) -> RpcSessionState {
+    RpcSessionState {
+        model: session.model().cloned(),
+        thinking_level: session.thinking_level(),
+        is_streaming: session.is_streaming(),
+        is_compacting: session.is_compacting(),
+        steering_mode: session.steering_mode(),
+        follow_up_mode: session.follow_up_mode(),
+        interrupt_mode: session.interrupt_mode(),
+        session_file: session
+            .session_file()
+            .map(|p| p.to_string_lossy().into_owned()),
+        session_id: session.session_id().to_string(),
+        session_name: session.session_name().map(str::to_string),
+        auto_compaction_enabled: session.auto_compaction_enabled(),
+        auto_retry_enabled: session.auto_retry_enabled(),
+        message_count: session.messages().len(),
+        pending_message_count: session.pending_message_count(),
+        queued_message_count: session.queued_message_count(),
+        todo_phases: session.todo_phases().to_vec(),
+    }
+}
+
+fn ok<T: Serialize>(id: Option<Value>, command: &str, data: &T) -> Vec<u8> {
+    Response::success(id, command, Some(data)).to_line()
+}
+
+fn done(id: Option<Value>, command: &str) -> Vec<u8> {
+    Response::<()>::success(id, command, None).to_line()
+}
+
+fn fail(id: Option<Value>, command: &str, error: impl ToString) -> Vec<u8> {
+    Response::<()>::failure(id, command, error.to_string()).to_line()
+}
+
+/// Runs RPC mode until stdin closes, `shutdown` resolves (with an exit code), or stdout fails.
+///
+/// `ready` is the first record written. `make_session` receives the sink the session emits
+/// events through.
+pub async fn serve<I, O>(
+    input: I,
+    output: O,
+    version: &str,
+    make_session: impl FnOnce(EventSink) -> AgentSession,
+    shutdown: impl Future<Output = i32>,
+) -> ExitReason
+where
+    I: Read + Send + 'static,
+    O: Write + Send + 'static,
+{
+    let (out_tx, out_rx) = mpsc::channel::<Outbound>(OUTBOUND_CAPACITY);
+    let (failed_tx, mut failed_rx) = oneshot::channel();
+    let writer = std::thread::Builder::new()
+        .name("tau-stdout".into())
+        .spawn(move || crate::writer::write_loop(out_rx, output, failed_tx));
+    let writer = match writer {
+        Ok(handle) => handle,
+        Err(err) => {
+            tracing::error!("cannot start the stdout writer: {err}");
+            return ExitReason::OutputFailed;
+        }
+    };
+    let sink = EventSink::new(out_tx);
+    let ready = Ready {
+        version: Some(version.to_string()),
+    };
+    sink.emit_line(serde_json::to_vec(&ready).unwrap_or_default())
+        .await;
+
+    let mut server = RpcServer::new(make_session(sink.clone()), sink);
+
+    let (in_tx, mut in_rx) = mpsc::channel::<Vec<u8>>(INBOUND_CAPACITY);
+    let reader = std::thread::Builder::new()
+        .name("tau-stdin".into())
+        .spawn(move || {
+            for line in LineReader::new(BufReader::with_capacity(64 * 1024, input)) {
+                match line {
+                    Ok(line) => {
+                        if in_tx.blocking_send(line).is_err() {
+                            break;
+                        }
+                    }
+                    Err(err) => {
+                        tracing::warn!("stdin read failed, treating it as closed: {err}");
+                        break;
+                    }
+                }
+            }
+        });
+    if let Err(err) = reader {
+        tracing::error!("cannot start the stdin reader: {err}");
+        return ExitReason::InputClosed;
+    }
+
+    tokio::pin!(shutdown);
+    let reason = loop {
+        tokio::select! {
+            biased;
+            code = &mut shutdown => break ExitReason::Signal(code),
+            _ = &mut failed_rx => break ExitReason::OutputFailed,
+            line = in_rx.recv() => match line {
+                Some(line) => server.handle_line(&line).await,
+                None => break ExitReason::InputClosed,
+            },
+        }
+    };
+
+    // Closing the last sender lets the writer drain what is queued and flush.
+    drop(server);
+    let flushed = tokio::task::spawn_blocking(move || writer.join()).await;
+    if !matches!(flushed, Ok(Ok(()))) {
+        tracing::error!("the stdout writer did not finish cleanly");
+    }
+    if reason == ExitReason::InputClosed && failed_rx.try_recv().is_ok() {
+        return ExitReason::OutputFailed;
+    }
+    reason
+}

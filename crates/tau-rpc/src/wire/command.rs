@@ -1,0 +1,329 @@
+//! Commands a host sends on stdin, one JSON object per line, tagged by `type`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tau_agent::{InterruptMode, QueueMode};
+use tau_ai::{ImageContent, ThinkingLevel};
+use tau_session::{HostToolDefinition, TodoPhase};
+
+/// How a prompt sent during a run is queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StreamingBehavior {
+    #[serde(rename = "steer")]
+    Steer,
+    #[serde(rename = "followUp")]
+    FollowUp,
+}
+
+/// A command without fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoFields {}
+
+/// `prompt`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptCommand {
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<ImageContent>>,
+    #[serde(rename = "streamingBehavior", default, skip_serializing_if = "Option::is_none")]
+    pub streaming_behavior: Option<StreamingBehavior>,
+    /// xcsh: locale for the system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+}
+
+/// `steer`, `follow_up` and `abort_and_prompt`: a message with optional images.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueMessageCommand {
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<ImageContent>>,
+}
+
+/// `new_session`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NewSessionCommand {
+    #[serde(rename = "parentSession", default, skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<String>,
+}
+
+/// `set_model`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetModelCommand {
+    pub provider: String,
+    #[serde(rename = "modelId")]
+    pub model_id: String,
+}
+
+/// `set_thinking_level`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetThinkingLevelCommand {
+    pub level: ThinkingLevel,
+}
+
+/// `set_steering_mode` and `set_follow_up_mode`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetQueueModeCommand {
+    pub mode: QueueMode,
+}
+
+/// `set_interrupt_mode` (xcsh).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetInterruptModeCommand {
+    pub mode: InterruptMode,
+}
+
+/// `compact`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactCommand {
+    #[serde(rename = "customInstructions", default, skip_serializing_if = "Option::is_none")]
+    pub custom_instructions: Option<String>,
+}
+
+/// `set_auto_compaction`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetAutoCompactionCommand {
+    pub enabled: bool,
+}
+
+/// `set_auto_retry`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetAutoRetryCommand {
+    pub enabled: bool,
+}
+
+/// `bash`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BashCommand {
+    pub command: String,
+    #[serde(rename = "excludeFromContext", default, skip_serializing_if = "Option::is_none")]
+    pub exclude_from_context: Option<bool>,
+}
+
+/// `export_html`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExportHtmlCommand {
+    #[serde(rename = "outputPath", default, skip_serializing_if = "Option::is_none")]
+    pub output_path: Option<String>,
+}
+
+/// `switch_session`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SwitchSessionCommand {
+    #[serde(rename = "sessionPath")]
+    pub session_path: String,
+}
+
+/// `fork` (pi).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForkCommand {
+    #[serde(rename = "entryId")]
+    pub entry_id: String,
+}
+
+/// `branch` (xcsh).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BranchCommand {
+    #[serde(rename = "entryId")]
+    pub entry_id: String,
+}
+
+/// `set_session_name`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetSessionNameCommand {
+    pub name: String,
+}
+
+/// `set_todos` (xcsh).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetTodosCommand {
+    pub phases: Vec<TodoPhase>,
+}
+
+/// `set_host_tools` (xcsh).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetHostToolsCommand {
+    pub tools: Vec<HostToolDefinition>,
+}
+
+/// `get_entries` (pi 1.x).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GetEntriesCommand {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+}
+
+/// `set_locale` (xcsh).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetLocaleCommand {
+    pub locale: String,
+}
+
+/// Why a command object could not become an [`RpcCommand`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    #[error("Unknown command: {0}")]
+    Unknown(String),
+    /// A field is missing or has the wrong type; the text names the field.
+    #[error("Invalid {command} command: {detail}")]
+    InvalidField {
+        command: &'static str,
+        detail: String,
+    },
+}
+
+/// Decodes one command's fields, naming the offending field on failure.
+fn decode<T: serde::de::DeserializeOwned>(
+    command: &'static str,
+    fields: Value,
+) -> Result<T, CommandError> {
+    serde_path_to_error::deserialize(fields).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        let detail = if path == "." {
+            inner.to_string()
+        } else {
+            format!("{path}: {inner}")
+        };
+        CommandError::InvalidField { command, detail }
+    })
+}
+
+/// Declares every command once: its wire name, its variant and its fields.
+macro_rules! commands {
+    ($( $(#[$doc:meta])* $name:literal => $variant:ident($fields:ty), )*) => {
+        /// Every command tau understands, tagged by `type`.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[serde(tag = "type")]
+        pub enum RpcCommand {
+            $( $(#[$doc])* #[serde(rename = $name)] $variant($fields), )*
+        }
+
+        impl RpcCommand {
+            /// Every command name, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            /// The command's `type` on the wire.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( RpcCommand::$variant(_) => $name, )*
+                }
+            }
+
+            /// Decodes the fields of the command named `kind` from the whole command object.
+            /// Extra keys (`type`, `id`, anything unknown) are ignored, as pi does.
+            pub fn decode(kind: &str, object: Value) -> Result<RpcCommand, CommandError> {
+                match kind {
+                    $( $name => decode::<$fields>($name, object).map(RpcCommand::$variant), )*
+                    other => Err(CommandError::Unknown(other.to_string())),
+                }
+            }
+        }
+    };
+}
+
+commands! {
+    "prompt" => Prompt(PromptCommand),
+    "steer" => Steer(QueueMessageCommand),
+    "follow_up" => FollowUp(QueueMessageCommand),
+    "abort" => Abort(NoFields),
+    /// xcsh: abort the run, then prompt, in one round trip.
+    "abort_and_prompt" => AbortAndPrompt(QueueMessageCommand),
+    "new_session" => NewSession(NewSessionCommand),
+    "get_state" => GetState(NoFields),
+    "get_messages" => GetMessages(NoFields),
+    "set_model" => SetModel(SetModelCommand),
+    "cycle_model" => CycleModel(NoFields),
+    "get_available_models" => GetAvailableModels(NoFields),
+    "set_thinking_level" => SetThinkingLevel(SetThinkingLevelCommand),
+    "cycle_thinking_level" => CycleThinkingLevel(NoFields),
+    /// pi 1.x.
+    "get_available_thinking_levels" => GetAvailableThinkingLevels(NoFields),
+    "set_steering_mode" => SetSteeringMode(SetQueueModeCommand),
+    "set_follow_up_mode" => SetFollowUpMode(SetQueueModeCommand),
+    /// xcsh.
+    "set_interrupt_mode" => SetInterruptMode(SetInterruptModeCommand),
+    "compact" => Compact(CompactCommand),
+    "set_auto_compaction" => SetAutoCompaction(SetAutoCompactionCommand),
+    "set_auto_retry" => SetAutoRetry(SetAutoRetryCommand),
+    "abort_retry" => AbortRetry(NoFields),
+    "bash" => Bash(BashCommand),
+    "abort_bash" => AbortBash(NoFields),
+    "get_session_stats" => GetSessionStats(NoFields),
+    "export_html" => ExportHtml(ExportHtmlCommand),
+    "switch_session" => SwitchSession(SwitchSessionCommand),
+    "fork" => Fork(ForkCommand),
+    "clone" => Clone(NoFields),
+    "get_fork_messages" => GetForkMessages(NoFields),
+    /// xcsh's name for a fork from a user message (whole-file listing).
+    "branch" => Branch(BranchCommand),
+    "get_branch_messages" => GetBranchMessages(NoFields),
+    "get_last_assistant_text" => GetLastAssistantText(NoFields),
+    "set_session_name" => SetSessionName(SetSessionNameCommand),
+    "get_commands" => GetCommands(NoFields),
+    /// xcsh.
+    "set_todos" => SetTodos(SetTodosCommand),
+    /// xcsh.
+    "set_host_tools" => SetHostTools(SetHostToolsCommand),
+    /// pi 1.x: empty both queues and return what they held.
+    "clear_queue" => ClearQueue(NoFields),
+    /// pi 1.x.
+    "get_entries" => GetEntries(GetEntriesCommand),
+    /// pi 1.x.
+    "get_tree" => GetTree(NoFields),
+    /// xcsh.
+    "set_locale" => SetLocale(SetLocaleCommand),
+    /// xcsh.
+    "get_integrations" => GetIntegrations(NoFields),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_name_decodes_or_names_a_field() {
+        for name in RpcCommand::NAMES {
+            match RpcCommand::decode(name, json!({"type": name})) {
+                Ok(cmd) => assert_eq!(cmd.name(), *name),
+                Err(CommandError::InvalidField { command, detail }) => {
+                    assert_eq!(command, *name);
+                    assert!(detail.contains("missing field"), "{name}: {detail}");
+                }
+                Err(other) => panic!("{name}: {other}"),
+            }
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field_and_allowed_values() {
+        let err = RpcCommand::decode("set_steering_mode", json!({"mode": "sometimes"}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("Invalid set_steering_mode command: mode: unknown variant"));
+        assert!(err.contains("`all`") && err.contains("`one-at-a-time`"), "{err}");
+
+        let err = RpcCommand::decode("prompt", json!({"message": "x", "images": [{"type": "image", "data": "AA=="}]}))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "Invalid prompt command: images[0]: missing field `mimeType`");
+
+        let err = RpcCommand::decode("set_auto_retry", json!({"enabled": "yes"}))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "Invalid set_auto_retry command: enabled: invalid type: string \"yes\", expected a boolean"
+        );
+    }
+
+    #[test]
+    fn serialises_with_type_first() {
+        let cmd = RpcCommand::decode("set_model", json!({"provider": "p", "modelId": "m"})).unwrap();
+        assert_eq!(
+            serde_json::to_string(&cmd).unwrap(),
+            r#"{"type":"set_model","provider":"p","modelId":"m"}"#
+        );
+    }
+}

@@ -1,0 +1,187 @@
+//! Session-level events: everything a session emits besides the agent-run events, which it
+//! forwards unchanged inside [`SessionEvent::Agent`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tau_agent::AgentEvent;
+use tau_ai::ThinkingLevel;
+
+use crate::TodoStatus;
+
+/// Why a compaction runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompactionReason {
+    Manual,
+    Threshold,
+    Overflow,
+    /// xcsh only; never produced in RPC mode, accepted when read.
+    Idle,
+}
+
+/// Outcome of a successful compaction (the `compact` response and `compaction_end.result`).
+/// Carries the union of pi's and xcsh's fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionResult {
+    pub summary: String,
+    #[serde(rename = "shortSummary", default, skip_serializing_if = "Option::is_none")]
+    pub short_summary: Option<String>,
+    #[serde(rename = "firstKeptEntryId")]
+    pub first_kept_entry_id: String,
+    #[serde(rename = "tokensBefore")]
+    pub tokens_before: u64,
+    #[serde(rename = "estimatedTokensAfter", default, skip_serializing_if = "Option::is_none")]
+    pub estimated_tokens_after: Option<u64>,
+    /// pi: `{"readFiles":[…],"modifiedFiles":[…]}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    #[serde(rename = "preserveData", default, skip_serializing_if = "Option::is_none")]
+    pub preserve_data: Option<Value>,
+}
+
+/// One incomplete task in a `todo_reminder` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TodoReminderItem {
+    pub id: String,
+    pub content: String,
+    pub status: TodoStatus,
+}
+
+/// Everything a session emits, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SessionEvent {
+    /// The full current steering and follow-up queues, after any change.
+    QueueUpdate {
+        steering: Vec<String>,
+        #[serde(rename = "followUp")]
+        follow_up: Vec<String>,
+    },
+    CompactionStart {
+        reason: CompactionReason,
+    },
+    CompactionEnd {
+        reason: CompactionReason,
+        /// `null` when the compaction failed or was aborted (decision 1).
+        result: Option<CompactionResult>,
+        aborted: bool,
+        #[serde(rename = "willRetry")]
+        will_retry: bool,
+        #[serde(rename = "errorMessage", default, skip_serializing_if = "Option::is_none")]
+        error_message: Option<String>,
+    },
+    /// xcsh's family, emitted beside `compaction_start` for automatic compaction (decision 4).
+    AutoCompactionStart {
+        reason: CompactionReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action: Option<String>,
+    },
+    AutoCompactionEnd {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action: Option<String>,
+        /// Omitted (not null) when absent, as xcsh does.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<CompactionResult>,
+        aborted: bool,
+        #[serde(rename = "willRetry")]
+        will_retry: bool,
+        #[serde(rename = "errorMessage", default, skip_serializing_if = "Option::is_none")]
+        error_message: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        skipped: Option<bool>,
+    },
+    AutoRetryStart {
+        attempt: u32,
+        #[serde(rename = "maxAttempts")]
+        max_attempts: u32,
+        #[serde(rename = "delayMs")]
+        delay_ms: u64,
+        #[serde(rename = "errorMessage")]
+        error_message: String,
+    },
+    AutoRetryEnd {
+        success: bool,
+        attempt: u32,
+        #[serde(rename = "finalError", default, skip_serializing_if = "Option::is_none")]
+        final_error: Option<String>,
+    },
+    ThinkingLevelChanged {
+        level: ThinkingLevel,
+    },
+    SessionInfoChanged {
+        /// Absent when the name was cleared.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    ExtensionError {
+        #[serde(rename = "extensionPath")]
+        extension_path: String,
+        event: String,
+        error: String,
+    },
+    /// Nothing more will happen automatically (pi 1.x, decision 3).
+    AgentSettled {
+        aborted: bool,
+    },
+    TodoReminder {
+        todos: Vec<TodoReminderItem>,
+        attempt: u32,
+        #[serde(rename = "maxAttempts")]
+        max_attempts: u32,
+    },
+    TodoAutoClear,
+    TtsrTriggered {
+        rules: Vec<Value>,
+    },
+    RetryFallbackApplied {
+        from: String,
+        to: String,
+        role: String,
+    },
+    RetryFallbackSucceeded {
+        model: String,
+        role: String,
+    },
+    /// An agent-run event, forwarded as is.
+    #[serde(untagged)]
+    Agent(AgentEvent),
+}
+
+impl From<AgentEvent> for SessionEvent {
+    fn from(event: AgentEvent) -> Self {
+        SessionEvent::Agent(event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_events_serialise_flat() {
+        let json = serde_json::to_string(&SessionEvent::from(AgentEvent::TurnStart)).unwrap();
+        assert_eq!(json, r#"{"type":"turn_start"}"#);
+        let back: SessionEvent = serde_json::from_str(r#"{"type":"agent_start"}"#).unwrap();
+        assert_eq!(back, SessionEvent::Agent(AgentEvent::AgentStart));
+    }
+
+    #[test]
+    fn failed_compaction_end_has_null_result() {
+        let ev = SessionEvent::CompactionEnd {
+            reason: CompactionReason::Manual,
+            result: None,
+            aborted: false,
+            will_retry: false,
+            error_message: Some("Compaction failed: x".into()),
+        };
+        assert_eq!(
+            serde_json::to_string(&ev).unwrap(),
+            r#"{"type":"compaction_end","reason":"manual","result":null,"aborted":false,"willRetry":false,"errorMessage":"Compaction failed: x"}"#
+        );
+    }
+
+    #[test]
+    fn unknown_event_type_is_an_error() {
+        assert!(serde_json::from_str::<SessionEvent>(r#"{"type":"nope"}"#).is_err());
+    }
+}

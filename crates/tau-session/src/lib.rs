@@ -1,0 +1,21 @@
+//! One conversation and everything it owns: settings, the current model and thinking level,
+//! queue and interrupt modes, todos, host tools, and the outbound event sink. The session
+//! store, compaction, retry and resources join it in later issues.
+
+mod events;
+mod host_tools;
+mod outbound;
+pub mod paths;
+mod session;
+pub mod settings;
+mod todos;
+
+pub use events::{CompactionReason, CompactionResult, SessionEvent, TodoReminderItem};
+pub use host_tools::{HostToolDefinition, HostToolError, HostToolRegistry, RegisteredHostTool};
+pub use outbound::{EventSink, Outbound};
+pub use session::{AgentSession, SessionConfig, SessionError};
+pub use settings::Settings;
+pub use todos::{TodoItem, TodoPhase, TodoStatus};
+
+/// Names of the built-in tools; host tools may not reuse them.
+pub const BUILTIN_TOOL_NAMES: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];

@@ -1,0 +1,41 @@
+//! The one path from a session to stdout. Events and pre-serialised lines share a single
+//! ordered channel, so an event emitted before a response is written before it; the writer
+//! at the other end serialises events off the session's task.
+
+use tokio::sync::mpsc;
+
+use crate::SessionEvent;
+
+/// A record on its way to the single stdout writer.
+#[derive(Debug)]
+pub enum Outbound {
+    /// An event, serialised by the writer.
+    Event(Box<SessionEvent>),
+    /// A complete JSON record without its trailing newline.
+    Line(Vec<u8>),
+}
+
+/// Cloneable handle feeding the writer. The channel is bounded, so a client that stops reading
+/// eventually stalls the producers instead of growing memory without limit (pi does the same
+/// by awaiting stdout drain).
+#[derive(Debug, Clone)]
+pub struct EventSink {
+    tx: mpsc::Sender<Outbound>,
+}
+
+impl EventSink {
+    pub fn new(tx: mpsc::Sender<Outbound>) -> Self {
+        Self { tx }
+    }
+
+    /// Queues an event. If the writer is gone (stdout closed) the event is dropped: the
+    /// process is already shutting down.
+    pub async fn emit(&self, event: SessionEvent) {
+        let _ = self.tx.send(Outbound::Event(Box::new(event))).await;
+    }
+
+    /// Queues a pre-serialised record.
+    pub async fn emit_line(&self, line: Vec<u8>) {
+        let _ = self.tx.send(Outbound::Line(line)).await;
+    }
+}

@@ -1,0 +1,99 @@
+//! Where tau keeps its files: the agent directory (`$TAU_AGENT_DIR`, default
+//! `~/.tau/agent`, decision 14) and pi's session-file naming inside it.
+
+use std::path::{Path, PathBuf};
+
+/// Environment variable naming the agent directory.
+pub const AGENT_DIR_ENV: &str = "TAU_AGENT_DIR";
+
+/// The user's home directory, from `$HOME` first.
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(std::env::home_dir)
+}
+
+/// Expands a leading `~` or `~/` to the home directory.
+pub fn expand_tilde(path: &str) -> PathBuf {
+    if path == "~" {
+        return home_dir().unwrap_or_else(|| PathBuf::from(path));
+    }
+    if let Some(rest) = path.strip_prefix("~/")
+        && let Some(home) = home_dir()
+    {
+        return home.join(rest);
+    }
+    PathBuf::from(path)
+}
+
+/// The agent directory: `$TAU_AGENT_DIR` (tilde-expanded) or `~/.tau/agent`.
+pub fn agent_dir() -> Option<PathBuf> {
+    match std::env::var(AGENT_DIR_ENV) {
+        Ok(dir) if !dir.is_empty() => Some(expand_tilde(&dir)),
+        _ => home_dir().map(|h| h.join(".tau").join("agent")),
+    }
+}
+
+/// pi's directory name for a working directory: one leading separator dropped, every `/`,
+/// `\` and `:` replaced by `-`, wrapped in `--…--` (`/home/u/work` → `--home-u-work--`).
+pub fn encode_cwd(cwd: &Path) -> String {
+    let text = cwd.to_string_lossy();
+    let trimmed = text
+        .strip_prefix('/')
+        .or_else(|| text.strip_prefix('\\'))
+        .unwrap_or(&text);
+    let encoded: String = trimmed
+        .chars()
+        .map(|c| if matches!(c, '/' | '\\' | ':') { '-' } else { c })
+        .collect();
+    format!("--{encoded}--")
+}
+
+/// Default session directory for `cwd`.
+pub fn default_session_dir(agent_dir: &Path, cwd: &Path) -> PathBuf {
+    agent_dir.join("sessions").join(encode_cwd(cwd))
+}
+
+/// `<ISO time with ':' and '.' as '-'>_<session id>.jsonl`.
+pub fn session_file_name(created: time::OffsetDateTime, session_id: &str) -> String {
+    let stamp = iso_timestamp(created).replace([':', '.'], "-");
+    format!("{stamp}_{session_id}.jsonl")
+}
+
+/// ISO-8601 in UTC with milliseconds and `Z`, as JavaScript's `toISOString`.
+pub fn iso_timestamp(at: time::OffsetDateTime) -> String {
+    let at = at.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.millisecond()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_encoding_matches_pi() {
+        assert_eq!(encode_cwd(Path::new("/home/u/work")), "--home-u-work--");
+        assert_eq!(encode_cwd(Path::new("C:\\Users\\me\\p")), "--C--Users-me-p--");
+        assert_eq!(encode_cwd(Path::new("/")), "----");
+    }
+
+    #[test]
+    fn file_name_matches_pi() {
+        let at = time::macros::datetime!(2026-11-22 00:18:09.481 UTC);
+        assert_eq!(
+            session_file_name(at, "01a2009e-13c9-716f-9266-e01318c25d76"),
+            "2026-11-22T00-18-09-481Z_01a2009e-13c9-716f-9266-e01318c25d76.jsonl"
+        );
+        assert_eq!(iso_timestamp(at), "2026-11-22T00:18:09.481Z");
+    }
+}

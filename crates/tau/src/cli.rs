@@ -1,0 +1,352 @@
+//! The command line: pi's RPC-relevant options (document 004, `rpc.md` §14), parsed with clap
+//! and checked the way pi checks them, so a host that spawns pi can spawn tau unchanged.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{ArgAction, Parser, ValueEnum};
+use tau_ai::ThinkingLevel;
+
+/// Output mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// JSON commands on stdin, responses and events on stdout.
+    Rpc,
+    /// Print the final answer (not available yet).
+    Text,
+    /// Print every event as JSON (not available yet).
+    Json,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tau",
+    version,
+    about = "tau: a coding agent, driven over a JSONL protocol compatible with pi's RPC mode.",
+    long_about = "tau: a coding agent, driven over a JSONL protocol compatible with pi's RPC mode.\n\n\
+        Run `tau --mode rpc` and write one JSON command per line to its stdin \
+        (for example {\"type\":\"get_state\"}); responses and events come back on stdout, \
+        one JSON object per line, starting with a {\"type\":\"ready\"} record.\n\n\
+        Environment:\n  TAU_AGENT_DIR  agent directory (settings.json, models.json, auth.json, \
+        sessions/); default ~/.tau/agent\n  TAU_LOG        log level on stderr \
+        (error, warn, info, debug, trace); default warn",
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    /// Output mode; only `rpc` is available so far.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<Mode>,
+
+    /// Provider used to resolve --model (anthropic, openai, google, …).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model id or pattern; `provider/id` and a `:<thinking>` suffix are accepted.
+    #[arg(long, value_name = "PATTERN")]
+    pub model: Option<String>,
+    /// Initial thinking level: off, minimal, low, medium, high, xhigh.
+    #[arg(long, value_name = "LEVEL")]
+    pub thinking: Option<String>,
+    /// Models `cycle_model` cycles through (comma-separated patterns).
+    #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
+    pub models: Vec<String>,
+    /// API key for the selected model's provider.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+
+    /// Display name of the session.
+    #[arg(long, short = 'n', value_name = "NAME")]
+    pub name: Option<String>,
+    /// Keep the session in memory only.
+    #[arg(long)]
+    pub no_session: bool,
+    /// Open a session file, or a session by id prefix.
+    #[arg(long, value_name = "PATH|ID")]
+    pub session: Option<String>,
+    /// Open or create the session with exactly this id.
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    /// Copy a session into a new one in this directory.
+    #[arg(long, value_name = "PATH|ID")]
+    pub fork: Option<String>,
+    /// Continue the most recent session of this directory.
+    #[arg(long, short = 'c')]
+    pub r#continue: bool,
+    /// Pick a session interactively (not available in RPC mode).
+    #[arg(long, short = 'r')]
+    pub resume: bool,
+    /// Directory for session files.
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<PathBuf>,
+
+    /// Only these tools (comma-separated): read, bash, edit, write, grep, find, ls.
+    #[arg(long, short = 't', value_name = "NAMES", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Tools to leave out (comma-separated); also `-xt`.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub exclude_tools: Vec<String>,
+    /// No tools at all; also `-nt`.
+    #[arg(long)]
+    pub no_tools: bool,
+    /// No built-in tools; also `-nbt`.
+    #[arg(long)]
+    pub no_builtin_tools: bool,
+
+    /// Replace the system prompt (text, or the path of a file holding it).
+    #[arg(long, value_name = "TEXT|FILE")]
+    pub system_prompt: Option<String>,
+    /// Append to the system prompt (text or file; repeatable).
+    #[arg(long, value_name = "TEXT|FILE", action = ArgAction::Append)]
+    pub append_system_prompt: Vec<String>,
+
+    /// Load an extension (repeatable).
+    #[arg(long, short = 'e', value_name = "PATH", action = ArgAction::Append)]
+    pub extension: Vec<String>,
+    /// Do not discover extensions; also `-ne`.
+    #[arg(long)]
+    pub no_extensions: bool,
+    /// Load a skill (repeatable).
+    #[arg(long, value_name = "PATH", action = ArgAction::Append)]
+    pub skill: Vec<String>,
+    /// Do not discover skills; also `-ns`.
+    #[arg(long)]
+    pub no_skills: bool,
+    /// Load a prompt template (repeatable).
+    #[arg(long, value_name = "PATH", action = ArgAction::Append)]
+    pub prompt_template: Vec<String>,
+    /// Do not discover prompt templates; also `-np`.
+    #[arg(long)]
+    pub no_prompt_templates: bool,
+    /// Theme for HTML export.
+    #[arg(long, value_name = "PATH")]
+    pub theme: Option<String>,
+    /// Do not load themes.
+    #[arg(long)]
+    pub no_themes: bool,
+    /// Do not load AGENTS.md / CLAUDE.md; also `-nc`.
+    #[arg(long)]
+    pub no_context_files: bool,
+    /// Trust project-local resources for this run.
+    #[arg(long, short = 'a')]
+    pub approve: bool,
+    /// Ignore project-local resources for this run; also `-na`.
+    #[arg(long)]
+    pub no_approve: bool,
+    /// Make no network calls at startup.
+    #[arg(long)]
+    pub offline: bool,
+    /// More diagnostics on stderr.
+    #[arg(long)]
+    pub verbose: bool,
+
+    /// Messages to send (ignored in RPC mode, where stdin carries the protocol).
+    #[arg(value_name = "MESSAGE")]
+    pub messages: Vec<String>,
+}
+
+/// The parsed `--model` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelPattern {
+    /// The pattern without a thinking suffix; may be `provider/id`.
+    pub pattern: String,
+    /// A valid `:<level>` suffix, removed from `pattern`.
+    pub thinking: Option<ThinkingLevel>,
+}
+
+impl ModelPattern {
+    /// Splits off a trailing `:<level>` when it names a thinking level; any other colon
+    /// belongs to the id (local models are often called `name:tag`).
+    pub fn parse(raw: &str) -> Self {
+        if let Some((pattern, suffix)) = raw.rsplit_once(':')
+            && let Ok(level) = suffix.parse::<ThinkingLevel>()
+        {
+            return Self {
+                pattern: pattern.to_string(),
+                thinking: Some(level),
+            };
+        }
+        Self {
+            pattern: raw.to_string(),
+            thinking: None,
+        }
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Invocation {
+    /// Print this text on stdout and exit 0 (`--help`, `--version`).
+    Print(String),
+    /// Run RPC mode.
+    Rpc(Box<RpcOptions>),
+}
+
+/// Checked options for RPC mode.
+#[derive(Debug)]
+pub struct RpcOptions {
+    pub cli: Cli,
+    pub model: Option<ModelPattern>,
+    /// `--thinking`, else the `--model` suffix.
+    pub thinking: Option<ThinkingLevel>,
+    /// `--name`, trimmed.
+    pub name: Option<String>,
+}
+
+/// pi's multi-letter single-dash flags, which clap cannot express as short options.
+const DASH_ALIASES: [(&str, &str); 8] = [
+    ("-xt", "--exclude-tools"),
+    ("-nt", "--no-tools"),
+    ("-nbt", "--no-builtin-tools"),
+    ("-ne", "--no-extensions"),
+    ("-ns", "--no-skills"),
+    ("-np", "--no-prompt-templates"),
+    ("-nc", "--no-context-files"),
+    ("-na", "--no-approve"),
+];
+
+/// Parses and checks the arguments (without the program name). The error is the text
+/// after `Error: `.
+pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, String> {
+    let argv = std::iter::once(OsString::from("tau")).chain(args.into_iter().map(|arg| {
+        DASH_ALIASES
+            .iter()
+            .find(|(short, _)| arg == *short)
+            .map_or(arg, |(_, long)| OsString::from(*long))
+    }));
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(err) => return clap_error(err),
+    };
+    match cli.mode {
+        Some(Mode::Rpc) => {}
+        Some(mode) => {
+            let name = match mode {
+                Mode::Text => "text",
+                _ => "json",
+            };
+            return Err(format!(
+                "--mode {name} is not available yet; tau runs in RPC mode: tau --mode rpc"
+            ));
+        }
+        None => {
+            return Err(
+                "tau runs in RPC mode: tau --mode rpc [options] (see tau --help)".to_string(),
+            );
+        }
+    }
+    if cli.messages.iter().any(|m| m.starts_with('@')) {
+        return Err("@file arguments are not supported in RPC mode".to_string());
+    }
+    if cli.resume {
+        return Err("--resume needs an interactive terminal and is not available in RPC mode"
+            .to_string());
+    }
+    let name = match cli.name.as_deref().map(str::trim) {
+        Some("") => return Err("--name requires a non-empty value".to_string()),
+        other => other.map(str::to_string),
+    };
+    let model = cli.model.as_deref().map(ModelPattern::parse);
+    let explicit_thinking = match cli.thinking.as_deref() {
+        Some(raw) => Some(raw.parse::<ThinkingLevel>().map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let thinking = explicit_thinking.or(model.as_ref().and_then(|m| m.thinking));
+    let session_choices = [
+        cli.session.is_some(),
+        cli.r#continue,
+        cli.no_session,
+        cli.session_id.is_some(),
+        cli.fork.is_some(),
+    ];
+    if session_choices.iter().filter(|&&set| set).count() > 1 {
+        return Err(
+            "--session, --session-id, --fork, --continue and --no-session cannot be combined"
+                .to_string(),
+        );
+    }
+    Ok(Invocation::Rpc(Box::new(RpcOptions {
+        cli,
+        model,
+        thinking,
+        name,
+    })))
+}
+
+fn clap_error(err: clap::Error) -> Result<Invocation, String> {
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(Invocation::Print(err.to_string())),
+        ErrorKind::UnknownArgument => {
+            let arg = match err.get(ContextKind::InvalidArg) {
+                Some(ContextValue::String(arg)) => arg.clone(),
+                _ => "?".to_string(),
+            };
+            Err(format!("Unknown option: {arg}"))
+        }
+        _ => {
+            let text = err.to_string();
+            let first = text.lines().next().unwrap_or_default();
+            Err(first.trim_start_matches("error: ").to_string())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Invocation, String> {
+        parse(args.iter().map(OsString::from))
+    }
+
+    fn rpc(args: &[&str]) -> RpcOptions {
+        match run(args) {
+            Ok(Invocation::Rpc(opts)) => *opts,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn model_suffix_and_explicit_thinking() {
+        let o = rpc(&["--mode", "rpc", "--model", "anthropic/claude-sonnet-4:high"]);
+        assert_eq!(
+            o.model,
+            Some(ModelPattern {
+                pattern: "anthropic/claude-sonnet-4".into(),
+                thinking: Some(ThinkingLevel::High)
+            })
+        );
+        assert_eq!(o.thinking, Some(ThinkingLevel::High));
+        let o = rpc(&["--mode", "rpc", "--model", "sonnet:high", "--thinking", "low"]);
+        assert_eq!(o.thinking, Some(ThinkingLevel::Low));
+        let o = rpc(&["--mode", "rpc", "--model", "llama3:8b"]);
+        assert_eq!(o.model.map(|m| m.pattern), Some("llama3:8b".to_string()));
+    }
+
+    #[test]
+    fn pi_style_errors() {
+        assert_eq!(run(&["--mode", "rpc", "--bogus"]).unwrap_err(), "Unknown option: --bogus");
+        assert_eq!(
+            run(&["--mode", "rpc", "@notes.md"]).unwrap_err(),
+            "@file arguments are not supported in RPC mode"
+        );
+        assert_eq!(
+            run(&["--mode", "rpc", "-n", "   "]).unwrap_err(),
+            "--name requires a non-empty value"
+        );
+        assert!(run(&["--mode", "rpc", "--thinking", "max"]).unwrap_err().contains("Invalid thinking level"));
+        assert!(run(&["--mode", "rpc", "--no-session", "-c"]).is_err());
+    }
+
+    #[test]
+    fn multi_letter_short_flags() {
+        let o = rpc(&["--mode", "rpc", "-nt", "-xt", "bash,edit", "-nc"]);
+        assert!(o.cli.no_tools && o.cli.no_context_files);
+        assert_eq!(o.cli.exclude_tools, vec!["bash", "edit"]);
+    }
+
+    #[test]
+    fn help_and_version_print() {
+        assert!(matches!(run(&["--help"]), Ok(Invocation::Print(t)) if t.contains("--mode")));
+        assert!(matches!(run(&["--version"]), Ok(Invocation::Print(t)) if t.contains(env!("CARGO_PKG_VERSION"))));
+    }
+}

@@ -1,0 +1,131 @@
+//! The `tau` binary: command-line parsing, stdout takeover, signals and exit codes around
+//! RPC mode ([`tau_rpc::serve`]).
+
+mod cli;
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use tau_rpc::ExitReason;
+use tau_session::{AgentSession, SessionConfig, Settings, paths};
+
+use crate::cli::{Invocation, RpcOptions};
+
+fn main() -> ExitCode {
+    let invocation = match cli::parse(std::env::args_os().skip(1)) {
+        Ok(invocation) => invocation,
+        Err(message) => return fail(&message),
+    };
+    let options = match invocation {
+        Invocation::Print(text) => {
+            // Help and version are the only things tau prints outside the protocol.
+            let mut out = io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            return ExitCode::SUCCESS;
+        }
+        Invocation::Rpc(options) => options,
+    };
+    init_logging(options.cli.verbose);
+    match run_rpc(*options) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => fail(&format!("{err:#}")),
+    }
+}
+
+/// Writes `Error: <message>` to stderr; exit status 1.
+fn fail(message: &str) -> ExitCode {
+    let mut err = io::stderr().lock();
+    let _ = writeln!(err, "Error: {message}");
+    ExitCode::FAILURE
+}
+
+fn init_logging(verbose: bool) {
+    let default = if verbose { "info" } else { "warn" };
+    let level = std::env::var("TAU_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing::Level>().ok())
+        .unwrap_or_else(|| default.parse().unwrap_or(tracing::Level::WARN));
+    tracing_subscriber::fmt()
+        .with_writer(io::stderr)
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_target(false)
+        .without_time()
+        .init();
+}
+
+fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
+    let agent_dir = paths::agent_dir().ok_or_else(|| {
+        anyhow::anyhow!("cannot locate the agent directory: set TAU_AGENT_DIR or HOME")
+    })?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| anyhow::anyhow!("cannot read the working directory: {e}"))?;
+    let session_dir = options.cli.session_dir.as_ref().map(|dir| {
+        let dir = paths::expand_tilde(&dir.to_string_lossy());
+        if dir.is_absolute() { dir } else { cwd.join(dir) }
+    });
+    let config = SessionConfig {
+        agent_dir: agent_dir.clone(),
+        cwd: cwd.clone(),
+        session_dir,
+        no_session: options.cli.no_session,
+        name: options.name,
+        thinking: options.thinking,
+        provider: options.cli.provider.clone(),
+        model_pattern: options.model.map(|m| m.pattern),
+    };
+    let settings = Settings::load(&agent_dir, &cwd);
+
+    let protocol_out = take_over_stdout()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let reason = runtime.block_on(tau_rpc::serve(
+        io::stdin(),
+        protocol_out,
+        env!("CARGO_PKG_VERSION"),
+        |sink| AgentSession::new(config, settings, sink),
+        termination_signal(),
+    ));
+    // The stdin reader thread may still be blocked in read(); do not wait for it.
+    runtime.shutdown_background();
+    Ok(match reason {
+        ExitReason::InputClosed => 0,
+        ExitReason::OutputFailed => 1,
+        ExitReason::Signal(code) => u8::try_from(code).unwrap_or(1),
+    })
+}
+
+/// Gives the protocol writer a private handle on stdout and points file descriptor 1 at
+/// stderr, so that nothing else in the process (a library, a child that inherits the
+/// descriptor) can write into the protocol stream.
+fn take_over_stdout() -> anyhow::Result<File> {
+    let stdout = io::stdout();
+    let private = rustix::io::fcntl_dupfd_cloexec(&stdout, 3)
+        .map_err(|e| anyhow::anyhow!("cannot duplicate stdout: {e}"))?;
+    rustix::stdio::dup2_stdout(io::stderr())
+        .map_err(|e| anyhow::anyhow!("cannot redirect stdout: {e}"))?;
+    Ok(File::from(private))
+}
+
+/// Resolves with the exit code for the first termination signal: SIGINT 130, SIGTERM 143,
+/// SIGHUP 129.
+async fn termination_signal() -> i32 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        tracing::warn!("cannot install signal handlers; signals will use their default action");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => 130,
+        _ = term.recv() => 143,
+        _ = hup.recv() => 129,
+    }
+}
