@@ -84,7 +84,11 @@ pub enum AgentEvent {
         #[serde(rename = "isWarning", default, skip_serializing_if = "Option::is_none")]
         is_warning: Option<bool>,
         /// pi 1.x: how long the tool ran.
-        #[serde(rename = "durationMs", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "durationMs",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
         duration_ms: Option<u64>,
     },
 }

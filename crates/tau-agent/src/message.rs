@@ -17,10 +17,18 @@ pub struct BashExecutionMessage {
     pub exit_code: Option<i32>,
     pub cancelled: bool,
     pub truncated: bool,
-    #[serde(rename = "fullOutputPath", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "fullOutputPath",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub full_output_path: Option<String>,
     pub timestamp: i64,
-    #[serde(rename = "excludeFromContext", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "excludeFromContext",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub exclude_from_context: Option<bool>,
 }
 

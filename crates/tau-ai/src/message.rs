@@ -9,7 +9,11 @@ use serde_json::{Map, Value};
 pub struct TextContent {
     pub text: String,
     /// Provider metadata carried across turns (OpenAI Responses message ids).
-    #[serde(rename = "textSignature", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "textSignature",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub text_signature: Option<String>,
 }
 
@@ -18,7 +22,11 @@ pub struct TextContent {
 #[serde(tag = "type", rename = "thinking")]
 pub struct ThinkingContent {
     pub thinking: String,
-    #[serde(rename = "thinkingSignature", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "thinkingSignature",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub thinking_signature: Option<String>,
     /// Set when a safety filter redacted the thinking; the opaque payload is then in
     /// `thinking_signature` so it can be sent back for multi-turn continuity.
@@ -43,7 +51,11 @@ pub struct ToolCall {
     pub name: String,
     pub arguments: Map<String, Value>,
     /// Gemini's opaque signature for reusing thought context.
-    #[serde(rename = "thoughtSignature", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "thoughtSignature",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub thought_signature: Option<String>,
 }
 
@@ -108,7 +120,11 @@ pub struct Usage {
     #[serde(rename = "cacheWrite")]
     pub cache_write: u64,
     /// Subset of `cache_write` written with one-hour retention (Anthropic only).
-    #[serde(rename = "cacheWrite1h", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "cacheWrite1h",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub cache_write_1h: Option<u64>,
     /// Always written by pi; older documents omit it, hence the default.
     #[serde(rename = "totalTokens", default)]
@@ -140,13 +156,25 @@ pub struct AssistantMessage {
     #[serde(rename = "stopReason")]
     pub stop_reason: StopReason,
     pub timestamp: i64,
-    #[serde(rename = "responseId", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "responseId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub response_id: Option<String>,
-    #[serde(rename = "responseModel", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "responseModel",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub response_model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Vec<Value>>,
-    #[serde(rename = "errorMessage", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "errorMessage",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub error_message: Option<String>,
 }
 
@@ -178,8 +206,16 @@ pub enum Message {
 // Each variant's struct writes its own tag (so a message or block written on its own, like
 // `toolcall_end.toolCall` or `turn_end.toolResults`, carries it too); the enums only delegate.
 crate::serialize_by_variant!(UserContentBlock { Text, Image });
-crate::serialize_by_variant!(AssistantContent { Text, Thinking, ToolCall });
-crate::serialize_by_variant!(Message { User, Assistant, ToolResult });
+crate::serialize_by_variant!(AssistantContent {
+    Text,
+    Thinking,
+    ToolCall
+});
+crate::serialize_by_variant!(Message {
+    User,
+    Assistant,
+    ToolResult
+});
 
 #[cfg(test)]
 mod tests {
@@ -238,7 +274,8 @@ mod tests {
         );
         let block = AssistantContent::ToolCall(call);
         assert_eq!(serde_json::to_value(&block).unwrap()["type"], "toolCall");
-        let back: AssistantContent = serde_json::from_value(serde_json::to_value(&block).unwrap()).unwrap();
+        let back: AssistantContent =
+            serde_json::from_value(serde_json::to_value(&block).unwrap()).unwrap();
         assert_eq!(back, block);
     }
 
@@ -248,4 +285,3 @@ mod tests {
         assert!(err.to_string().contains("unknown variant"), "{err}");
     }
 }
-

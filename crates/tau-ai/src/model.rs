@@ -106,7 +106,11 @@ pub struct Model {
     #[serde(rename = "baseUrl")]
     pub base_url: String,
     pub reasoning: bool,
-    #[serde(rename = "thinkingLevelMap", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "thinkingLevelMap",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub thinking_level_map: Option<ThinkingLevelMap>,
     pub input: Vec<InputModality>,
     pub cost: ModelCost,
@@ -140,7 +144,10 @@ impl Model {
 
 /// Clamps `requested` to what `supported` offers: the first supported level at or above it,
 /// else the nearest below it (pi's rule). With no model only `off` is supported.
-pub fn clamp_thinking_level(requested: ThinkingLevel, supported: &[ThinkingLevel]) -> ThinkingLevel {
+pub fn clamp_thinking_level(
+    requested: ThinkingLevel,
+    supported: &[ThinkingLevel],
+) -> ThinkingLevel {
     let up = supported.iter().copied().filter(|&l| l >= requested).min();
     let down = supported.iter().copied().filter(|&l| l < requested).max();
     up.or(down).unwrap_or(ThinkingLevel::Off)
@@ -172,14 +179,23 @@ mod tests {
     fn levels_parse_and_reject_unknown() {
         assert_eq!("xhigh".parse::<ThinkingLevel>(), Ok(ThinkingLevel::Xhigh));
         let err = "bogus".parse::<ThinkingLevel>().unwrap_err();
-        assert!(err.to_string().contains("off, minimal, low, medium, high, xhigh"));
+        assert!(
+            err.to_string()
+                .contains("off, minimal, low, medium, high, xhigh")
+        );
     }
 
     #[test]
     fn supported_levels_follow_the_map() {
-        assert_eq!(model(false, None).supported_thinking_levels(), vec![ThinkingLevel::Off]);
+        assert_eq!(
+            model(false, None).supported_thinking_levels(),
+            vec![ThinkingLevel::Off]
+        );
         assert_eq!(model(true, None).supported_thinking_levels().len(), 5);
-        let gpt = model(true, Some(serde_json::json!({"off": null, "xhigh": "xhigh"})));
+        let gpt = model(
+            true,
+            Some(serde_json::json!({"off": null, "xhigh": "xhigh"})),
+        );
         assert_eq!(
             gpt.supported_thinking_levels(),
             vec![
@@ -195,7 +211,10 @@ mod tests {
     #[test]
     fn clamping_searches_up_then_down() {
         use ThinkingLevel::*;
-        assert_eq!(clamp_thinking_level(Xhigh, &[Off, Minimal, Low, Medium, High]), High);
+        assert_eq!(
+            clamp_thinking_level(Xhigh, &[Off, Minimal, Low, Medium, High]),
+            High
+        );
         assert_eq!(clamp_thinking_level(Off, &[Minimal, Low]), Minimal);
         assert_eq!(clamp_thinking_level(Medium, &[Off]), Off);
         assert_eq!(clamp_thinking_level(High, &[]), Off);

@@ -84,7 +84,11 @@ pub fn parse_line(line: &[u8]) -> Inbound {
 }
 
 fn parse_error(id: Option<Value>, detail: String) -> Inbound {
-    Inbound::Rejected(Response::failure(id, "parse", format!("{PARSE_ERROR_PREFIX}{detail}")))
+    Inbound::Rejected(Response::failure(
+        id,
+        "parse",
+        format!("{PARSE_ERROR_PREFIX}{detail}"),
+    ))
 }
 
 fn frame_error(
@@ -94,8 +98,16 @@ fn frame_error(
 ) -> Inbound {
     let path = err.path().to_string();
     let inner = err.into_inner();
-    let detail = if path == "." { inner.to_string() } else { format!("{path}: {inner}") };
-    Inbound::Rejected(Response::failure(id, kind, format!("Invalid {kind} frame: {detail}")))
+    let detail = if path == "." {
+        inner.to_string()
+    } else {
+        format!("{path}: {inner}")
+    };
+    Inbound::Rejected(Response::failure(
+        id,
+        kind,
+        format!("Invalid {kind} frame: {detail}"),
+    ))
 }
 
 #[cfg(test)]
@@ -116,7 +128,12 @@ mod tests {
             let r = rejected(line);
             assert_eq!(r.command, "parse", "{line}");
             assert_eq!(r.id, None);
-            assert!(r.error.as_deref().unwrap_or("").starts_with(PARSE_ERROR_PREFIX));
+            assert!(
+                r.error
+                    .as_deref()
+                    .unwrap_or("")
+                    .starts_with(PARSE_ERROR_PREFIX)
+            );
         }
     }
 
@@ -151,7 +168,11 @@ mod tests {
         }
         let r = rejected(r#"{"type":"host_tool_result","id":"h1","result":{"content":"nope"}}"#);
         assert_eq!(r.id, Some(json!("h1")));
-        assert!(r.error.unwrap().starts_with("Invalid host_tool_result frame: result.content"));
+        assert!(
+            r.error
+                .unwrap()
+                .starts_with("Invalid host_tool_result frame: result.content")
+        );
     }
 
     #[test]

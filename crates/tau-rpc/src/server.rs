@@ -15,8 +15,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::framing::LineReader;
 use crate::parse::{Inbound, parse_line};
 use crate::wire::{
-    HostToolsData, LastAssistantTextData, MessagesData, QueueData, Ready, Response,
-    RpcCommand, RpcSessionState, TodosData,
+    HostToolsData, LastAssistantTextData, MessagesData, QueueData, Ready, Response, RpcCommand,
+    RpcSessionState, TodosData,
 };
 
 /// Capacity of the queue to the stdout writer, in records.
@@ -111,7 +111,14 @@ impl RpcServer {
             },
             RpcCommand::ClearQueue(_) => {
                 let (steering, follow_up) = session.clear_queues().await;
-                ok(id, name, &QueueData { steering, follow_up })
+                ok(
+                    id,
+                    name,
+                    &QueueData {
+                        steering,
+                        follow_up,
+                    },
+                )
             }
             RpcCommand::SetTodos(c) => {
                 session.set_todo_phases(c.phases);

@@ -65,7 +65,11 @@ fn through<T: DeserializeOwned + Serialize>(value: &Value) -> Value {
     let once = serde_json::to_value(&typed).unwrap();
     // Stable: a second trip changes nothing.
     let again: T = serde_json::from_value(once.clone()).unwrap();
-    assert_eq!(serde_json::to_value(&again).unwrap(), once, "unstable round trip of {value}");
+    assert_eq!(
+        serde_json::to_value(&again).unwrap(),
+        once,
+        "unstable round trip of {value}"
+    );
     once
 }
 
@@ -132,7 +136,10 @@ fn every_document_004_example_round_trips_without_loss() {
         }
         count += 1;
     }
-    assert_eq!(count, 111, "the fixture holds every example of document 004");
+    assert_eq!(
+        count, 111,
+        "the fixture holds every example of document 004"
+    );
 }
 
 #[test]
@@ -175,5 +182,12 @@ fn lossless_check_can_fail() {
     assert!(covers(&input, &serde_json::json!({"a": 2, "b": [1, 2]}), "").is_err());
     assert!(covers(&input, &serde_json::json!({"b": [1, 2]}), "").is_err());
     assert!(covers(&input, &serde_json::json!({"a": 1, "b": [1]}), "").is_err());
-    assert!(covers(&input, &serde_json::json!({"a": 1, "b": [1, 2], "zz": 0}), "").is_err());
+    assert!(
+        covers(
+            &input,
+            &serde_json::json!({"a": 1, "b": [1, 2], "zz": 0}),
+            ""
+        )
+        .is_err()
+    );
 }

@@ -24,18 +24,30 @@ pub enum CompactionReason {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompactionResult {
     pub summary: String,
-    #[serde(rename = "shortSummary", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "shortSummary",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub short_summary: Option<String>,
     #[serde(rename = "firstKeptEntryId")]
     pub first_kept_entry_id: String,
     #[serde(rename = "tokensBefore")]
     pub tokens_before: u64,
-    #[serde(rename = "estimatedTokensAfter", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "estimatedTokensAfter",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub estimated_tokens_after: Option<u64>,
     /// pi: `{"readFiles":[…],"modifiedFiles":[…]}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
-    #[serde(rename = "preserveData", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "preserveData",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub preserve_data: Option<Value>,
 }
 
@@ -67,7 +79,11 @@ pub enum SessionEvent {
         aborted: bool,
         #[serde(rename = "willRetry")]
         will_retry: bool,
-        #[serde(rename = "errorMessage", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "errorMessage",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
         error_message: Option<String>,
     },
     /// xcsh's family, emitted beside `compaction_start` for automatic compaction (decision 4).
@@ -85,7 +101,11 @@ pub enum SessionEvent {
         aborted: bool,
         #[serde(rename = "willRetry")]
         will_retry: bool,
-        #[serde(rename = "errorMessage", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "errorMessage",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
         error_message: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         skipped: Option<bool>,
@@ -102,7 +122,11 @@ pub enum SessionEvent {
     AutoRetryEnd {
         success: bool,
         attempt: u32,
-        #[serde(rename = "finalError", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "finalError",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
         final_error: Option<String>,
     },
     ThinkingLevelChanged {

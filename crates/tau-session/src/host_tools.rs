@@ -131,10 +131,12 @@ mod tests {
     #[test]
     fn hidden_only_matters_on_first_registration() {
         let mut reg = HostToolRegistry::default();
-        reg.replace(vec![def("a", Some(true)), def("b", None)], &[]).unwrap();
+        reg.replace(vec![def("a", Some(true)), def("b", None)], &[])
+            .unwrap();
         assert!(!reg.tools()[0].active);
         assert!(reg.tools()[1].active);
-        reg.replace(vec![def("a", None), def("b", Some(true))], &[]).unwrap();
+        reg.replace(vec![def("a", None), def("b", Some(true))], &[])
+            .unwrap();
         assert!(!reg.tools()[0].active, "first seen hidden stays inactive");
         assert!(reg.tools()[1].active, "first seen visible stays active");
     }
@@ -143,8 +145,13 @@ mod tests {
     fn validation_errors_use_xcsh_texts_and_change_nothing() {
         let mut reg = HostToolRegistry::default();
         reg.replace(vec![def("keep", None)], &[]).unwrap();
-        let err = reg.replace(vec![def("ok", None), def("  ", None)], &[]).unwrap_err();
-        assert_eq!(err.to_string(), "Host tool at index 1 must provide a non-empty name");
+        let err = reg
+            .replace(vec![def("ok", None), def("  ", None)], &[])
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Host tool at index 1 must provide a non-empty name"
+        );
         let mut bad = def("x", None);
         bad.parameters = json!([1]);
         assert_eq!(
@@ -152,11 +159,14 @@ mod tests {
             "Host tool \"x\" must provide a JSON Schema object"
         );
         assert_eq!(
-            reg.replace(vec![def("d", None), def(" d ", None)], &[]).unwrap_err(),
+            reg.replace(vec![def("d", None), def(" d ", None)], &[])
+                .unwrap_err(),
             HostToolError::Duplicate
         );
         assert_eq!(
-            reg.replace(vec![def("bash", None)], &["bash"]).unwrap_err().to_string(),
+            reg.replace(vec![def("bash", None)], &["bash"])
+                .unwrap_err()
+                .to_string(),
             "RPC host tool \"bash\" conflicts with an existing tool"
         );
         assert_eq!(reg.tools().len(), 1);

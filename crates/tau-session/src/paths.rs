@@ -45,7 +45,13 @@ pub fn encode_cwd(cwd: &Path) -> String {
         .unwrap_or(&text);
     let encoded: String = trimmed
         .chars()
-        .map(|c| if matches!(c, '/' | '\\' | ':') { '-' } else { c })
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
         .collect();
     format!("--{encoded}--")
 }
@@ -83,7 +89,10 @@ mod tests {
     #[test]
     fn cwd_encoding_matches_pi() {
         assert_eq!(encode_cwd(Path::new("/home/u/work")), "--home-u-work--");
-        assert_eq!(encode_cwd(Path::new("C:\\Users\\me\\p")), "--C--Users-me-p--");
+        assert_eq!(
+            encode_cwd(Path::new("C:\\Users\\me\\p")),
+            "--C--Users-me-p--"
+        );
         assert_eq!(encode_cwd(Path::new("/")), "----");
     }
 

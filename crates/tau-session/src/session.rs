@@ -256,7 +256,10 @@ impl AgentSession {
 }
 
 fn supported_levels(model: Option<&Model>) -> Vec<ThinkingLevel> {
-    model.map_or_else(|| vec![ThinkingLevel::Off], Model::supported_thinking_levels)
+    model.map_or_else(
+        || vec![ThinkingLevel::Off],
+        Model::supported_thinking_levels,
+    )
 }
 
 fn effective_thinking_level(model: Option<&Model>, requested: ThinkingLevel) -> ThinkingLevel {

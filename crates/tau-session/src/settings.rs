@@ -58,7 +58,8 @@ impl Settings {
     }
 
     pub fn default_thinking_level(&self) -> ThinkingLevel {
-        self.get("defaultThinkingLevel").unwrap_or(ThinkingLevel::Medium)
+        self.get("defaultThinkingLevel")
+            .unwrap_or(ThinkingLevel::Medium)
     }
 
     pub fn steering_mode(&self) -> QueueMode {

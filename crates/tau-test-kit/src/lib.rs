@@ -79,7 +79,11 @@ impl TauBuilder {
     }
 
     /// Writes a file into the agent directory before start (e.g. `settings.json`).
-    pub fn agent_file(mut self, relative: impl Into<PathBuf>, contents: impl Into<Vec<u8>>) -> Self {
+    pub fn agent_file(
+        mut self,
+        relative: impl Into<PathBuf>,
+        contents: impl Into<Vec<u8>>,
+    ) -> Self {
         self.agent_files.push((relative.into(), contents.into()));
         self
     }
@@ -95,7 +99,10 @@ impl TauBuilder {
         let agent_dir = tempfile::tempdir().expect("temp agent dir");
         let home = tempfile::tempdir().expect("temp home");
         let cwd = tempfile::tempdir().expect("temp cwd");
-        for (root, files) in [(agent_dir.path(), &self.agent_files), (cwd.path(), &self.cwd_files)] {
+        for (root, files) in [
+            (agent_dir.path(), &self.agent_files),
+            (cwd.path(), &self.cwd_files),
+        ] {
             for (relative, contents) in files {
                 let path = root.join(relative);
                 if let Some(parent) = path.parent() {
@@ -135,7 +142,9 @@ impl TauBuilder {
                 if n == 0 {
                     break;
                 }
-                sink.lock().expect("stderr lock").extend_from_slice(&chunk[..n]);
+                sink.lock()
+                    .expect("stderr lock")
+                    .extend_from_slice(&chunk[..n]);
             }
         });
         Tau {
@@ -169,7 +178,14 @@ fn read_records(mut stdout: impl Read, tx: std::sync::mpsc::Sender<Record>) {
             let raw = buf[start..start + pos].to_vec();
             start += pos + 1;
             let json = serde_json::from_slice(&raw).ok();
-            if tx.send(Record { raw, json, unterminated: false }).is_err() {
+            if tx
+                .send(Record {
+                    raw,
+                    json,
+                    unterminated: false,
+                })
+                .is_err()
+            {
                 return;
             }
         }
@@ -177,7 +193,11 @@ fn read_records(mut stdout: impl Read, tx: std::sync::mpsc::Sender<Record>) {
     }
     if !buf.is_empty() {
         let json = serde_json::from_slice(&buf).ok();
-        let _ = tx.send(Record { raw: buf, json, unterminated: true });
+        let _ = tx.send(Record {
+            raw: buf,
+            json,
+            unterminated: true,
+        });
     }
 }
 
@@ -279,7 +299,12 @@ impl Tau {
 
     /// Waits for the first record matching `pred`; records passed over stay available to
     /// later waits. Panics on timeout or end of stream.
-    pub fn wait_for(&mut self, what: &str, timeout: Duration, pred: impl Fn(&Record) -> bool) -> Record {
+    pub fn wait_for(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&Record) -> bool,
+    ) -> Record {
         if let Some(pos) = self.pending.iter().position(&pred) {
             return self.pending.remove(pos).expect("position is valid");
         }
@@ -307,7 +332,11 @@ impl Tau {
     pub fn response_within(&mut self, id: &str, timeout: Duration) -> Value {
         let record = self.wait_for(&format!("response {id:?}"), timeout, |r| {
             r.kind() == Some("response")
-                && r.json.as_ref().and_then(|j| j.get("id")).and_then(Value::as_str) == Some(id)
+                && r.json
+                    .as_ref()
+                    .and_then(|j| j.get("id"))
+                    .and_then(Value::as_str)
+                    == Some(id)
         });
         record.json.expect("matched records are JSON")
     }
@@ -326,7 +355,10 @@ impl Tau {
         while !self.stdout_closed {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                panic!("stdout did not close within {timeout:?}\nstderr:\n{}", self.stderr());
+                panic!(
+                    "stdout did not close within {timeout:?}\nstderr:\n{}",
+                    self.stderr()
+                );
             }
             if let Some(record) = self.receive(left) {
                 self.pending.push_back(record);
@@ -361,7 +393,10 @@ impl Tau {
                 return status;
             }
             if Instant::now() >= deadline {
-                panic!("tau did not exit within {timeout:?}\nstderr:\n{}", self.stderr());
+                panic!(
+                    "tau did not exit within {timeout:?}\nstderr:\n{}",
+                    self.stderr()
+                );
             }
             thread::sleep(Duration::from_millis(5));
         }
@@ -396,5 +431,9 @@ pub fn run_once(bin: &Path, args: &[&str], stdin: &[u8]) -> (ExitStatus, Vec<u8>
         let _ = input.write_all(stdin);
     }
     let output = child.wait_with_output().expect("wait for tau");
-    (output.status, output.stdout, String::from_utf8_lossy(&output.stderr).into_owned())
+    (
+        output.status,
+        output.stdout,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }

@@ -238,8 +238,9 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Str
         return Err("@file arguments are not supported in RPC mode".to_string());
     }
     if cli.resume {
-        return Err("--resume needs an interactive terminal and is not available in RPC mode"
-            .to_string());
+        return Err(
+            "--resume needs an interactive terminal and is not available in RPC mode".to_string(),
+        );
     }
     let name = match cli.name.as_deref().map(str::trim) {
         Some("") => return Err("--name requires a non-empty value".to_string()),
@@ -274,7 +275,9 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Str
 
 fn clap_error(err: clap::Error) -> Result<Invocation, String> {
     match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(Invocation::Print(err.to_string())),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            Ok(Invocation::Print(err.to_string()))
+        }
         ErrorKind::UnknownArgument => {
             let arg = match err.get(ContextKind::InvalidArg) {
                 Some(ContextValue::String(arg)) => arg.clone(),
@@ -316,7 +319,14 @@ mod tests {
             })
         );
         assert_eq!(o.thinking, Some(ThinkingLevel::High));
-        let o = rpc(&["--mode", "rpc", "--model", "sonnet:high", "--thinking", "low"]);
+        let o = rpc(&[
+            "--mode",
+            "rpc",
+            "--model",
+            "sonnet:high",
+            "--thinking",
+            "low",
+        ]);
         assert_eq!(o.thinking, Some(ThinkingLevel::Low));
         let o = rpc(&["--mode", "rpc", "--model", "llama3:8b"]);
         assert_eq!(o.model.map(|m| m.pattern), Some("llama3:8b".to_string()));
@@ -324,7 +334,10 @@ mod tests {
 
     #[test]
     fn pi_style_errors() {
-        assert_eq!(run(&["--mode", "rpc", "--bogus"]).unwrap_err(), "Unknown option: --bogus");
+        assert_eq!(
+            run(&["--mode", "rpc", "--bogus"]).unwrap_err(),
+            "Unknown option: --bogus"
+        );
         assert_eq!(
             run(&["--mode", "rpc", "@notes.md"]).unwrap_err(),
             "@file arguments are not supported in RPC mode"
@@ -333,7 +346,11 @@ mod tests {
             run(&["--mode", "rpc", "-n", "   "]).unwrap_err(),
             "--name requires a non-empty value"
         );
-        assert!(run(&["--mode", "rpc", "--thinking", "max"]).unwrap_err().contains("Invalid thinking level"));
+        assert!(
+            run(&["--mode", "rpc", "--thinking", "max"])
+                .unwrap_err()
+                .contains("Invalid thinking level")
+        );
         assert!(run(&["--mode", "rpc", "--no-session", "-c"]).is_err());
     }
 
@@ -347,6 +364,8 @@ mod tests {
     #[test]
     fn help_and_version_print() {
         assert!(matches!(run(&["--help"]), Ok(Invocation::Print(t)) if t.contains("--mode")));
-        assert!(matches!(run(&["--version"]), Ok(Invocation::Print(t)) if t.contains(env!("CARGO_PKG_VERSION"))));
+        assert!(
+            matches!(run(&["--version"]), Ok(Invocation::Print(t)) if t.contains(env!("CARGO_PKG_VERSION")))
+        );
     }
 }

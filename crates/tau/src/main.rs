@@ -64,7 +64,11 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         .map_err(|e| anyhow::anyhow!("cannot read the working directory: {e}"))?;
     let session_dir = options.cli.session_dir.as_ref().map(|dir| {
         let dir = paths::expand_tilde(&dir.to_string_lossy());
-        if dir.is_absolute() { dir } else { cwd.join(dir) }
+        if dir.is_absolute() {
+            dir
+        } else {
+            cwd.join(dir)
+        }
     });
     let config = SessionConfig {
         agent_dir: agent_dir.clone(),
@@ -83,12 +87,18 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         .worker_threads(2)
         .enable_all()
         .build()?;
+    // Handlers are installed before `ready` is written, so a host that signals as soon as it
+    // sees `ready` always gets the documented exit code.
+    let signals = {
+        let _context = runtime.enter();
+        TerminationSignals::install()
+    };
     let reason = runtime.block_on(tau_rpc::serve(
         io::stdin(),
         protocol_out,
         env!("CARGO_PKG_VERSION"),
         |sink| AgentSession::new(config, settings, sink),
-        termination_signal(),
+        signals.first(),
     ));
     // The stdin reader thread may still be blocked in read(); do not wait for it.
     runtime.shutdown_background();
@@ -111,21 +121,38 @@ fn take_over_stdout() -> anyhow::Result<File> {
     Ok(File::from(private))
 }
 
-/// Resolves with the exit code for the first termination signal: SIGINT 130, SIGTERM 143,
-/// SIGHUP 129.
-async fn termination_signal() -> i32 {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        tracing::warn!("cannot install signal handlers; signals will use their default action");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => 130,
-        _ = term.recv() => 143,
-        _ = hup.recv() => 129,
+/// SIGINT, SIGTERM and SIGHUP, caught instead of killing the process.
+struct TerminationSignals {
+    handlers: Option<[(tokio::signal::unix::Signal, i32); 3]>,
+}
+
+impl TerminationSignals {
+    /// Must run inside the runtime's context.
+    fn install() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        let handlers = match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(int), Ok(term), Ok(hup)) => Some([(int, 130), (term, 143), (hup, 129)]),
+            _ => {
+                tracing::warn!("cannot install signal handlers; signals keep their default action");
+                None
+            }
+        };
+        Self { handlers }
+    }
+
+    /// Resolves with the exit code for the first signal: SIGINT 130, SIGTERM 143, SIGHUP 129.
+    async fn first(self) -> i32 {
+        let Some([(mut int, a), (mut term, b), (mut hup, c)]) = self.handlers else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = int.recv() => a,
+            _ = term.recv() => b,
+            _ = hup.recv() => c,
+        }
     }
 }

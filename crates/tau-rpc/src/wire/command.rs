@@ -25,7 +25,11 @@ pub struct PromptCommand {
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<Vec<ImageContent>>,
-    #[serde(rename = "streamingBehavior", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "streamingBehavior",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub streaming_behavior: Option<StreamingBehavior>,
     /// xcsh: locale for the system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,7 +47,11 @@ pub struct QueueMessageCommand {
 /// `new_session`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NewSessionCommand {
-    #[serde(rename = "parentSession", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "parentSession",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub parent_session: Option<String>,
 }
 
@@ -76,7 +84,11 @@ pub struct SetInterruptModeCommand {
 /// `compact`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CompactCommand {
-    #[serde(rename = "customInstructions", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "customInstructions",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub custom_instructions: Option<String>,
 }
 
@@ -96,14 +108,22 @@ pub struct SetAutoRetryCommand {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BashCommand {
     pub command: String,
-    #[serde(rename = "excludeFromContext", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "excludeFromContext",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub exclude_from_context: Option<bool>,
 }
 
 /// `export_html`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExportHtmlCommand {
-    #[serde(rename = "outputPath", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "outputPath",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub output_path: Option<String>,
 }
 
@@ -302,12 +322,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("Invalid set_steering_mode command: mode: unknown variant"));
-        assert!(err.contains("`all`") && err.contains("`one-at-a-time`"), "{err}");
+        assert!(
+            err.contains("`all`") && err.contains("`one-at-a-time`"),
+            "{err}"
+        );
 
-        let err = RpcCommand::decode("prompt", json!({"message": "x", "images": [{"type": "image", "data": "AA=="}]}))
-            .unwrap_err()
-            .to_string();
-        assert_eq!(err, "Invalid prompt command: images[0]: missing field `mimeType`");
+        let err = RpcCommand::decode(
+            "prompt",
+            json!({"message": "x", "images": [{"type": "image", "data": "AA=="}]}),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "Invalid prompt command: images[0]: missing field `mimeType`"
+        );
 
         let err = RpcCommand::decode("set_auto_retry", json!({"enabled": "yes"}))
             .unwrap_err()
@@ -320,7 +349,8 @@ mod tests {
 
     #[test]
     fn serialises_with_type_first() {
-        let cmd = RpcCommand::decode("set_model", json!({"provider": "p", "modelId": "m"})).unwrap();
+        let cmd =
+            RpcCommand::decode("set_model", json!({"provider": "p", "modelId": "m"})).unwrap();
         assert_eq!(
             serde_json::to_string(&cmd).unwrap(),
             r#"{"type":"set_model","provider":"p","modelId":"m"}"#

@@ -63,7 +63,11 @@ impl<D: Serialize> Response<D> {
     }
 
     /// A failure carrying the message the client sees.
-    pub fn failure(id: Option<Value>, command: impl Into<String>, error: impl Into<String>) -> Self {
+    pub fn failure(
+        id: Option<Value>,
+        command: impl Into<String>,
+        error: impl Into<String>,
+    ) -> Self {
         Self {
             id,
             kind: ResponseType::Response,
@@ -126,29 +130,49 @@ pub enum UiMethod {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         prefill: Option<String>,
         /// xcsh.
-        #[serde(rename = "promptStyle", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "promptStyle",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
         prompt_style: Option<bool>,
     },
     #[serde(rename = "notify")]
     Notify {
         message: String,
-        #[serde(rename = "notifyType", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "notifyType",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
         notify_type: Option<String>,
     },
     #[serde(rename = "setStatus")]
     SetStatus {
         #[serde(rename = "statusKey")]
         status_key: String,
-        #[serde(rename = "statusText", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "statusText",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
         status_text: Option<String>,
     },
     #[serde(rename = "setWidget")]
     SetWidget {
         #[serde(rename = "widgetKey")]
         widget_key: String,
-        #[serde(rename = "widgetLines", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "widgetLines",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
         widget_lines: Option<Vec<String>>,
-        #[serde(rename = "widgetPlacement", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "widgetPlacement",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
         widget_placement: Option<String>,
     },
     #[serde(rename = "setTitle")]
@@ -253,7 +277,10 @@ pub enum OutboundRecord {
 impl OutboundRecord {
     /// Reads a record by its `type` (hosts and tests use this; tau only writes).
     pub fn from_value(value: Value) -> Result<Self, serde_json::Error> {
-        let kind = value.get("type").and_then(Value::as_str).unwrap_or_default();
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         Ok(match kind {
             "ready" => Self::Ready(serde_json::from_value(value)?),
             "response" => Self::Response(serde_json::from_value(value)?),
@@ -281,11 +308,16 @@ mod tests {
 
     #[test]
     fn explicit_null_data_survives() {
-        let r: Response =
-            serde_json::from_str(r#"{"type":"response","command":"cycle_model","success":true,"data":null}"#)
-                .unwrap();
+        let r: Response = serde_json::from_str(
+            r#"{"type":"response","command":"cycle_model","success":true,"data":null}"#,
+        )
+        .unwrap();
         assert_eq!(r.data, Some(Value::Null));
-        assert!(serde_json::to_string(&r).unwrap().ends_with(r#""data":null}"#));
+        assert!(
+            serde_json::to_string(&r)
+                .unwrap()
+                .ends_with(r#""data":null}"#)
+        );
     }
 
     #[test]
@@ -306,7 +338,10 @@ mod tests {
 
     #[test]
     fn tagged_frames_write_their_type_first() {
-        let cancel = HostToolCancel { id: "a".into(), target_id: "b".into() };
+        let cancel = HostToolCancel {
+            id: "a".into(),
+            target_id: "b".into(),
+        };
         assert_eq!(
             serde_json::to_value(&cancel).unwrap(),
             json!({"type": "host_tool_cancel", "id": "a", "targetId": "b"})

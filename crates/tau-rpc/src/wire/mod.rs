@@ -15,12 +15,11 @@ mod frames;
 mod payloads;
 
 pub use command::{
-    BashCommand, CommandError, BranchCommand, CompactCommand, ExportHtmlCommand, ForkCommand,
-    GetEntriesCommand, NewSessionCommand, NoFields, PromptCommand,
-    QueueMessageCommand, RpcCommand, SetAutoCompactionCommand, SetAutoRetryCommand,
-    SetHostToolsCommand, SetInterruptModeCommand, SetLocaleCommand, SetModelCommand,
-    SetQueueModeCommand, SetSessionNameCommand, SetThinkingLevelCommand, SetTodosCommand,
-    StreamingBehavior, SwitchSessionCommand,
+    BashCommand, BranchCommand, CommandError, CompactCommand, ExportHtmlCommand, ForkCommand,
+    GetEntriesCommand, NewSessionCommand, NoFields, PromptCommand, QueueMessageCommand, RpcCommand,
+    SetAutoCompactionCommand, SetAutoRetryCommand, SetHostToolsCommand, SetInterruptModeCommand,
+    SetLocaleCommand, SetModelCommand, SetQueueModeCommand, SetSessionNameCommand,
+    SetThinkingLevelCommand, SetTodosCommand, StreamingBehavior, SwitchSessionCommand,
 };
 pub use frames::{
     ExtensionUiRequest, ExtensionUiResponse, HostToolCall, HostToolCancel, HostToolOutput,
@@ -39,8 +38,8 @@ pub use tau_agent::{
     CompactionSummaryMessage, CustomMessage, InterruptMode, QueueMode,
 };
 pub use tau_ai::{
-    AssistantContent, AssistantMessage, AssistantMessageEvent, Cost, ImageContent, Message,
-    Model, ModelCost, StopReason, TextContent, ThinkingContent, ThinkingLevel, ToolCall,
+    AssistantContent, AssistantMessage, AssistantMessageEvent, Cost, ImageContent, Message, Model,
+    ModelCost, StopReason, TextContent, ThinkingContent, ThinkingLevel, ToolCall,
     ToolResultMessage, Usage, UserContent, UserContentBlock, UserMessage,
 };
 pub use tau_session::{

@@ -25,11 +25,19 @@ pub struct RpcSessionState {
     #[serde(rename = "interruptMode", default)]
     pub interrupt_mode: InterruptMode,
     /// Absent with `--no-session`; named before the file exists (it is written lazily).
-    #[serde(rename = "sessionFile", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "sessionFile",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub session_file: Option<String>,
     #[serde(rename = "sessionId")]
     pub session_id: String,
-    #[serde(rename = "sessionName", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "sessionName",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub session_name: Option<String>,
     #[serde(rename = "autoCompactionEnabled")]
     pub auto_compaction_enabled: bool,
@@ -92,17 +100,41 @@ pub struct BashResult {
     pub exit_code: Option<i32>,
     pub cancelled: bool,
     pub truncated: bool,
-    #[serde(rename = "fullOutputPath", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "fullOutputPath",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub full_output_path: Option<String>,
-    #[serde(rename = "totalLines", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "totalLines",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub total_lines: Option<u64>,
-    #[serde(rename = "totalBytes", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "totalBytes",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub total_bytes: Option<u64>,
-    #[serde(rename = "outputLines", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "outputLines",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub output_lines: Option<u64>,
-    #[serde(rename = "outputBytes", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "outputBytes",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub output_bytes: Option<u64>,
-    #[serde(rename = "artifactId", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "artifactId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub artifact_id: Option<String>,
     #[serde(rename = "newCwd", default, skip_serializing_if = "Option::is_none")]
     pub new_cwd: Option<String>,
@@ -133,7 +165,11 @@ pub struct ContextUsage {
 /// `get_session_stats`: pi's fields plus xcsh's `premiumRequests`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionStats {
-    #[serde(rename = "sessionFile", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "sessionFile",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub session_file: Option<String>,
     #[serde(rename = "sessionId")]
     pub session_id: String,
@@ -150,9 +186,17 @@ pub struct SessionStats {
     pub tokens: TokenTotals,
     #[serde(serialize_with = "tau_ai::js_number::serialize")]
     pub cost: f64,
-    #[serde(rename = "contextUsage", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "contextUsage",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub context_usage: Option<ContextUsage>,
-    #[serde(rename = "premiumRequests", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "premiumRequests",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub premium_requests: Option<u64>,
 }
 
@@ -204,7 +248,11 @@ pub struct CommandInfo {
     /// `extension`, `prompt` or `skill`.
     pub source: String,
     /// pi 0.79's description of where the command came from.
-    #[serde(rename = "sourceInfo", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "sourceInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub source_info: Option<Value>,
     /// Document 004's older shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,279 @@
+//! `get_state` and the commands that are real already: setters, session name, todos, host
+//! tools, queues; settings files and command-line options seeding the state.
+
+use serde_json::{Value, json};
+
+use crate::{ready_tau, tau};
+
+fn state(t: &mut tau_test_kit::Tau) -> Value {
+    let r = t.request(json!({"type": "get_state"}));
+    assert_eq!(r["success"], true, "{r}");
+    r["data"].clone()
+}
+
+#[test]
+fn fresh_state_has_every_field_in_order() {
+    let mut t = ready_tau(tau());
+    let s = state(&mut t);
+    let keys: Vec<&str> = s.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "model",
+            "thinkingLevel",
+            "isStreaming",
+            "isCompacting",
+            "steeringMode",
+            "followUpMode",
+            "interruptMode",
+            "sessionFile",
+            "sessionId",
+            "autoCompactionEnabled",
+            "autoRetryEnabled",
+            "messageCount",
+            "pendingMessageCount",
+            "queuedMessageCount",
+            "todoPhases",
+        ]
+    );
+    assert_eq!(s["model"], Value::Null);
+    assert_eq!(s["thinkingLevel"], "off", "no model: only off is supported");
+    assert_eq!(s["isStreaming"], false);
+    assert_eq!(s["isCompacting"], false);
+    assert_eq!(s["steeringMode"], "one-at-a-time");
+    assert_eq!(s["followUpMode"], "one-at-a-time");
+    assert_eq!(s["interruptMode"], "wait");
+    assert_eq!(s["autoCompactionEnabled"], true);
+    assert_eq!(s["autoRetryEnabled"], true);
+    assert_eq!(s["messageCount"], 0);
+    assert_eq!(s["pendingMessageCount"], 0);
+    assert_eq!(s["queuedMessageCount"], 0);
+    assert_eq!(s["todoPhases"], json!([]));
+
+    // UUID v7, and pi's file naming under $TAU_AGENT_DIR/sessions/<encoded cwd>/.
+    let id = s["sessionId"].as_str().unwrap();
+    assert_eq!(id.len(), 36);
+    assert_eq!(&id[14..15], "7", "version nibble of {id}");
+    let file = s["sessionFile"].as_str().unwrap();
+    let cwd = t.cwd().canonicalize().unwrap();
+    let encoded = format!(
+        "--{}--",
+        cwd.to_string_lossy()
+            .trim_start_matches('/')
+            .replace(['/', '\\', ':'], "-")
+    );
+    let dir = t.agent_dir().join("sessions").join(encoded);
+    assert!(
+        file.starts_with(dir.to_str().unwrap()),
+        "{file} not under {}",
+        dir.display()
+    );
+    assert!(file.ends_with(&format!("Z_{id}.jsonl")), "{file}");
+}
+
+#[test]
+fn setters_show_in_get_state_and_leave_settings_alone() {
+    let settings = r#"{"steeringMode":"one-at-a-time"}"#;
+    let mut t = ready_tau(tau().agent_file("settings.json", settings));
+    for command in [
+        json!({"type": "set_steering_mode", "mode": "all"}),
+        json!({"type": "set_follow_up_mode", "mode": "all"}),
+        json!({"type": "set_interrupt_mode", "mode": "immediate"}),
+        json!({"type": "set_auto_compaction", "enabled": false}),
+        json!({"type": "set_auto_retry", "enabled": false}),
+    ] {
+        let r = t.request(command);
+        assert_eq!(r["success"], true);
+        assert!(r.get("data").is_none(), "setters answer without data: {r}");
+    }
+    let s = state(&mut t);
+    assert_eq!(s["steeringMode"], "all");
+    assert_eq!(s["followUpMode"], "all");
+    assert_eq!(s["interruptMode"], "immediate");
+    assert_eq!(s["autoCompactionEnabled"], false);
+    assert_eq!(s["autoRetryEnabled"], false);
+    let on_disk = std::fs::read_to_string(t.agent_dir().join("settings.json")).unwrap();
+    assert_eq!(
+        on_disk, settings,
+        "RPC changes are session-local (decision 12)"
+    );
+}
+
+#[test]
+fn session_name_is_trimmed_announced_and_never_empty() {
+    let mut t = ready_tau(tau());
+    let r = t.request(json!({"type": "set_session_name", "name": "   "}));
+    assert_eq!(r["success"], false);
+    assert_eq!(r["error"], "Session name cannot be empty");
+    assert!(state(&mut t).get("sessionName").is_none());
+
+    t.send(&json!({"id": "n", "type": "set_session_name", "name": "  my work  "}));
+    let event = t.event("session_info_changed");
+    assert_eq!(
+        event,
+        json!({"type": "session_info_changed", "name": "my work"})
+    );
+    assert_eq!(t.response("n")["success"], true);
+    let pos = |t: &tau_test_kit::Tau, pred: &dyn Fn(&Value) -> bool| {
+        t.history()
+            .iter()
+            .position(|r| r.json.as_ref().is_some_and(pred))
+            .unwrap()
+    };
+    assert!(
+        pos(&t, &|j| j["type"] == "session_info_changed") < pos(&t, &|j| j["id"] == "n"),
+        "the event precedes the response"
+    );
+    assert_eq!(state(&mut t)["sessionName"], "my work");
+}
+
+#[test]
+fn settings_files_seed_the_state() {
+    let mut t = ready_tau(
+        tau()
+            .agent_file(
+                "settings.json",
+                r#"{"steeringMode":"all","followUpMode":"all","interruptMode":"immediate","compaction":{"enabled":false},"retry":{"enabled":false}}"#,
+            )
+            .cwd_file(".pi/settings.json", r#"{"followUpMode":"one-at-a-time"}"#),
+    );
+    let s = state(&mut t);
+    assert_eq!(s["steeringMode"], "all");
+    assert_eq!(s["followUpMode"], "one-at-a-time", "project settings win");
+    assert_eq!(s["interruptMode"], "immediate");
+    assert_eq!(s["autoCompactionEnabled"], false);
+    assert_eq!(s["autoRetryEnabled"], false);
+}
+
+#[test]
+fn a_broken_settings_file_is_reported_not_fatal() {
+    let mut t = ready_tau(tau().agent_file("settings.json", "{broken"));
+    assert_eq!(state(&mut t)["steeringMode"], "one-at-a-time");
+    assert!(
+        t.stderr().contains("settings.json"),
+        "stderr: {}",
+        t.stderr()
+    );
+}
+
+#[test]
+fn command_line_options_shape_the_session() {
+    let mut t = ready_tau(tau().arg("--name").arg("  from cli ").arg("--no-session"));
+    let s = state(&mut t);
+    assert_eq!(s["sessionName"], "from cli");
+    assert!(s.get("sessionFile").is_none(), "--no-session has no file");
+    assert!(s["sessionId"].is_string());
+
+    let mut t = ready_tau(
+        tau()
+            .arg("--session-dir")
+            .arg("store")
+            .arg("--thinking")
+            .arg("high"),
+    );
+    let s = state(&mut t);
+    let file = s["sessionFile"].as_str().unwrap();
+    let store = t.cwd().canonicalize().unwrap().join("store");
+    assert!(
+        file.starts_with(store.to_str().unwrap()),
+        "relative to cwd: {file}"
+    );
+    assert_eq!(
+        s["thinkingLevel"], "off",
+        "clamped: there is no reasoning model"
+    );
+}
+
+#[test]
+fn todos_keep_every_field_and_show_in_state() {
+    let mut t = ready_tau(tau());
+    let phases = json!([{
+        "id": "phase-1",
+        "name": "Evaluation",
+        "tasks": [
+            {"id": "task-1", "content": "Map the tools", "status": "in_progress", "notes": "n", "details": {"k": [1, 2]}, "owner": "host"},
+            {"id": "task-2", "content": "Exercise edit", "status": "pending"}
+        ]
+    }]);
+    let r = t.request(json!({"type": "set_todos", "phases": phases}));
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["data"]["todoPhases"], phases);
+    assert_eq!(state(&mut t)["todoPhases"], phases);
+
+    let bad = t.request(json!({"type": "set_todos", "phases": {"not": "a list"}}));
+    assert_eq!(bad["success"], false);
+    assert!(
+        bad["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invalid set_todos command: phases")
+    );
+    assert_eq!(
+        state(&mut t)["todoPhases"],
+        phases,
+        "a rejected set changes nothing"
+    );
+
+    t.request(json!({"type": "set_todos", "phases": []}));
+    assert_eq!(state(&mut t)["todoPhases"], json!([]));
+}
+
+#[test]
+fn host_tools_are_validated_with_xcsh_errors() {
+    let mut t = ready_tau(tau());
+    let tool = |name: &str| json!({"name": name, "description": "Echo a value", "parameters": {"type": "object", "properties": {"message": {"type": "string"}}}});
+    let r =
+        t.request(json!({"type": "set_host_tools", "tools": [tool(" echo_host "), tool("other")]}));
+    assert_eq!(r["data"], json!({"toolNames": ["echo_host", "other"]}));
+
+    let cases = [
+        (
+            json!([tool("a"), tool("")]),
+            "Host tool at index 1 must provide a non-empty name",
+        ),
+        (
+            json!([tool("dup"), tool("dup")]),
+            "RPC host tool names must be unique",
+        ),
+        (
+            json!([tool("bash")]),
+            "RPC host tool \"bash\" conflicts with an existing tool",
+        ),
+        (
+            json!([{"name": "x", "description": " ", "parameters": {}}]),
+            "Host tool \"x\" must provide a non-empty description",
+        ),
+        (
+            json!([{"name": "x", "description": "d", "parameters": []}]),
+            "Host tool \"x\" must provide a JSON Schema object",
+        ),
+    ];
+    for (tools, error) in cases {
+        let r = t.request(json!({"type": "set_host_tools", "tools": tools}));
+        assert!(r["id"].is_string(), "errors echo the id: {r}");
+        assert_eq!(r["success"], false);
+        assert_eq!(r["error"], error);
+    }
+    let missing = t.request(json!({"type": "set_host_tools", "tools": [{"name": "x"}]}));
+    assert_eq!(
+        missing["error"],
+        "Invalid set_host_tools command: tools[0]: missing field `description`"
+    );
+}
+
+#[test]
+fn empty_conversation_queries() {
+    let mut t = ready_tau(tau());
+    assert_eq!(
+        t.request(json!({"type": "get_messages"}))["data"],
+        json!({"messages": []})
+    );
+    assert_eq!(
+        t.request(json!({"type": "get_last_assistant_text"}))["data"],
+        json!({"text": null})
+    );
+    assert_eq!(
+        t.request(json!({"type": "clear_queue"}))["data"],
+        json!({"steering": [], "followUp": []})
+    );
+}
