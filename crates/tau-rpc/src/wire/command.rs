@@ -197,16 +197,22 @@ fn decode<T: serde::de::DeserializeOwned>(
     command: &'static str,
     fields: Value,
 ) -> Result<T, CommandError> {
-    serde_path_to_error::deserialize(fields).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        let detail = if path == "." {
-            inner.to_string()
-        } else {
-            format!("{path}: {inner}")
-        };
-        CommandError::InvalidField { command, detail }
+    serde_path_to_error::deserialize(fields).map_err(|err| CommandError::InvalidField {
+        command,
+        detail: describe_field_error(err),
     })
+}
+
+/// `<path>: <problem>`, or just the problem when it concerns the whole object (a missing
+/// top-level field).
+pub(crate) fn describe_field_error(err: serde_path_to_error::Error<serde_json::Error>) -> String {
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    if path == "." {
+        inner.to_string()
+    } else {
+        format!("{path}: {inner}")
+    }
 }
 
 /// Declares every command once: its wire name, its variant and its fields.
