@@ -11,6 +11,8 @@ pub mod js_number;
 mod macros;
 mod message;
 mod model;
+pub mod provider;
+pub mod registry;
 mod stream;
 
 pub use message::{

@@ -1,0 +1,1 @@
+//! Provider clients (filled in next).
