@@ -1,1 +1,425 @@
-//! Provider clients (filled in next).
+//! Provider clients: one request, one streamed assistant message.
+//!
+//! [`stream`] builds the API-specific request, sends it over HTTP, decodes the SSE body and
+//! turns it into [`AssistantMessageEvent`]s ending in exactly one `done` or `error`. Each API
+//! adapter only maps its wire format to [`Op`]s; the shared [`emitter`] keeps the message,
+//! the content indices, the cost and the partial snapshots.
+
+mod anthropic;
+mod classify;
+mod emitter;
+mod error;
+mod openai_completions;
+mod partial_json;
+pub mod sse;
+mod transform;
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+pub use tokio_util::sync::CancellationToken;
+
+pub use classify::{is_context_overflow, is_overflow_error, is_retryable_error};
+pub use error::ProviderError;
+pub use partial_json::parse_arguments;
+
+use crate::{
+    AssistantMessage, AssistantMessageEvent, Message, Model, StopReason, ThinkingLevel, Usage,
+};
+use emitter::Emitter;
+use sse::{SseDecoder, SseEvent};
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: Value,
+}
+
+/// What the model sees.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Context {
+    pub system_prompt: Option<String>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<Tool>,
+}
+
+/// How long prompt caches should live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheRetention {
+    None,
+    #[default]
+    Short,
+    Long,
+}
+
+/// Token budgets for budget-based thinking, overriding the defaults per level.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThinkingBudgets {
+    pub minimal: Option<u64>,
+    pub low: Option<u64>,
+    pub medium: Option<u64>,
+    pub high: Option<u64>,
+}
+
+/// Options of one request.
+#[derive(Clone)]
+pub struct StreamOptions {
+    pub api_key: Option<String>,
+    /// Defaults to `min(model.maxTokens, 32000)`.
+    pub max_tokens: Option<u64>,
+    pub temperature: Option<f64>,
+    /// The thinking level; `None` or `Off` means no reasoning.
+    pub reasoning: Option<ThinkingLevel>,
+    pub thinking_budgets: ThinkingBudgets,
+    /// Used as a prompt-cache key where the API has one.
+    pub session_id: Option<String>,
+    pub cache_retention: CacheRetention,
+    /// Extra request headers (after the model's own).
+    pub headers: Vec<(String, String)>,
+    /// Cancelling ends the stream with `stopReason:"aborted"`.
+    pub cancel: CancellationToken,
+    /// A stream that sends nothing for this long fails instead of hanging.
+    pub idle_timeout: Duration,
+    /// Fill `partial` in every event with the message so far (pi 0.79's stream shape). Costs a
+    /// clone of the message per event; consumers that keep their own snapshot leave it off.
+    pub include_partial: bool,
+}
+
+impl std::fmt::Debug for StreamOptions {
+    // Hand-written so that the API key never reaches a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamOptions")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("max_tokens", &self.max_tokens)
+            .field("reasoning", &self.reasoning)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("include_partial", &self.include_partial)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        Self {
+            api_key: None,
+            max_tokens: None,
+            temperature: None,
+            reasoning: None,
+            thinking_budgets: ThinkingBudgets::default(),
+            session_id: None,
+            cache_retention: CacheRetention::default(),
+            headers: Vec::new(),
+            cancel: CancellationToken::new(),
+            idle_timeout: Duration::from_secs(300),
+            include_partial: false,
+        }
+    }
+}
+
+impl StreamOptions {
+    /// The effective thinking level (`None` when off).
+    pub(crate) fn thinking(&self) -> Option<ThinkingLevel> {
+        self.reasoning.filter(|l| *l != ThinkingLevel::Off)
+    }
+
+    pub(crate) fn max_tokens_for(&self, model: &Model) -> u64 {
+        self.max_tokens
+            .unwrap_or_else(|| model.max_tokens.clamp(1, 32_000))
+    }
+}
+
+/// A decoded piece of a provider stream; indices are positions in the message's content.
+#[derive(Debug, Clone, PartialEq)]
+// The signature variants serve the Responses and Gemini adapters.
+#[allow(dead_code)]
+pub(crate) enum Op {
+    /// The server acknowledged the request (for APIs with an explicit start event).
+    Start,
+    TextStart,
+    TextDelta {
+        index: usize,
+        text: String,
+    },
+    TextSignature {
+        index: usize,
+        signature: String,
+    },
+    TextEnd {
+        index: usize,
+    },
+    ThinkingStart {
+        redacted: bool,
+    },
+    ThinkingDelta {
+        index: usize,
+        text: String,
+    },
+    ThinkingSignature {
+        index: usize,
+        signature: String,
+        append: bool,
+    },
+    ThinkingEnd {
+        index: usize,
+    },
+    ToolCallStart {
+        id: String,
+        name: String,
+    },
+    ToolCallDelta {
+        index: usize,
+        json: String,
+    },
+    ToolCallSignature {
+        index: usize,
+        signature: String,
+    },
+    ToolCallEnd {
+        index: usize,
+    },
+    Usage(Usage),
+    StopReason(StopReason),
+    ResponseId(String),
+    ResponseModel(String),
+}
+
+/// Whether to keep reading after an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    Continue,
+    Done,
+}
+
+/// One API's stream decoding.
+pub(crate) trait Adapter: Send {
+    /// Handles one SSE event.
+    fn on_event(&mut self, event: SseEvent, ops: &mut Vec<Op>) -> Result<Flow, ProviderError>;
+    /// The body ended: close open blocks, or fail if the reply is incomplete.
+    fn on_end(&mut self, ops: &mut Vec<Op>) -> Result<(), ProviderError>;
+}
+
+/// A request ready to send.
+pub(crate) struct HttpRequest {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Error bodies are shown whole (Anthropic's SDK does) instead of their `error.message`.
+    pub whole_error_body: bool,
+}
+
+impl std::fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+fn build(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> Result<(HttpRequest, Box<dyn Adapter>), ProviderError> {
+    match model.api.as_str() {
+        "anthropic-messages" => anthropic::build(model, context, options),
+        "openai-completions" => openai_completions::build(model, context, options),
+        other => Err(ProviderError::Config(format!("Unsupported API: {other}"))),
+    }
+}
+
+/// The HTTP client every provider request goes through (connection pooling, rustls).
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap_or_else(|_| reqwest::Client::new())
+}
+
+/// The events of one streamed assistant message.
+pub struct AssistantStream {
+    rx: mpsc::Receiver<AssistantMessageEvent>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl AssistantStream {
+    /// The next event; `None` after `done`/`error`.
+    pub async fn next(&mut self) -> Option<AssistantMessageEvent> {
+        self.rx.recv().await
+    }
+
+    /// Drains the stream and returns the final message (`stopReason` `error`/`aborted` on
+    /// failure).
+    pub async fn result(mut self) -> AssistantMessage {
+        let mut last = None;
+        while let Some(event) = self.next().await {
+            match event {
+                AssistantMessageEvent::Done { message, .. } => return message,
+                AssistantMessageEvent::Error { error, .. } => return error,
+                AssistantMessageEvent::Start { partial } => last = Some(partial),
+                _ => {}
+            }
+        }
+        let mut message = last.unwrap_or_else(empty_message);
+        message.stop_reason = StopReason::Error;
+        message.error_message = Some("The provider stream ended without a result".into());
+        message
+    }
+}
+
+impl Drop for AssistantStream {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+fn empty_message() -> AssistantMessage {
+    AssistantMessage {
+        content: Vec::new(),
+        api: String::new(),
+        provider: String::new(),
+        model: String::new(),
+        usage: Usage::default(),
+        stop_reason: StopReason::Error,
+        timestamp: emitter::now_ms(),
+        response_id: None,
+        response_model: None,
+        diagnostics: None,
+        error_message: None,
+    }
+}
+
+/// Streams one assistant reply. Must be called inside a tokio runtime.
+pub fn stream(
+    client: &reqwest::Client,
+    model: &Model,
+    context: &Context,
+    options: StreamOptions,
+) -> AssistantStream {
+    let (tx, rx) = mpsc::channel(256);
+    let emitter = Emitter::new(model, tx, options.include_partial);
+    let built = build(model, context, &options);
+    let client = client.clone();
+    let task = tokio::spawn(async move {
+        let mut emitter = emitter;
+        let (request, adapter) = match built {
+            Ok(built) => built,
+            Err(err) => return emitter.fail(err).await,
+        };
+        let cancel = options.cancel.clone();
+        match run(&client, request, adapter, &mut emitter, &options).await {
+            Ok(()) => emitter.finish().await,
+            Err(_) if cancel.is_cancelled() => emitter.fail(ProviderError::Aborted).await,
+            Err(err) => emitter.fail(err).await,
+        }
+    });
+    AssistantStream {
+        rx,
+        task: Some(task),
+    }
+}
+
+/// Waits for `future`, failing on cancellation or when nothing happens for the idle timeout.
+async fn guarded<T>(
+    future: impl std::future::Future<Output = T>,
+    options: &StreamOptions,
+) -> Result<T, ProviderError> {
+    tokio::select! {
+        biased;
+        () = options.cancel.cancelled() => Err(ProviderError::Aborted),
+        result = tokio::time::timeout(options.idle_timeout, future) => {
+            result.map_err(|_| ProviderError::Idle(options.idle_timeout))
+        }
+    }
+}
+
+/// Describes a reqwest error with its causes (reqwest's own text is terse).
+fn describe(err: &reqwest::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+async fn run(
+    client: &reqwest::Client,
+    request: HttpRequest,
+    mut adapter: Box<dyn Adapter>,
+    emitter: &mut Emitter,
+    options: &StreamOptions,
+) -> Result<(), ProviderError> {
+    let mut builder = client.post(&request.url).body(request.body);
+    for (name, value) in &request.headers {
+        builder = builder.header(name, value);
+    }
+    let response = guarded(builder.send(), options)
+        .await?
+        .map_err(|e| ProviderError::Network(format!("Connection error: {}", describe(&e))))?;
+    let status = response.status();
+    if !status.is_success() {
+        let retry_after = error::retry_after(response.headers());
+        let body = guarded(response.bytes(), options)
+            .await?
+            .unwrap_or_default();
+        return Err(ProviderError::from_http(
+            status.as_u16(),
+            &body,
+            request.whole_error_body,
+            retry_after,
+        ));
+    }
+    let mut body = response.bytes_stream();
+    let mut decoder = SseDecoder::new();
+    let mut ops = Vec::new();
+    loop {
+        let chunk = match guarded(body.next(), options).await? {
+            None => break,
+            Some(Ok(chunk)) => chunk,
+            Some(Err(err)) => {
+                return Err(ProviderError::Network(format!(
+                    "Connection lost while streaming: {}",
+                    describe(&err)
+                )));
+            }
+        };
+        for event in decoder.feed(&chunk) {
+            let flow = adapter.on_event(event, &mut ops)?;
+            for op in ops.drain(..) {
+                emitter.apply(op).await?;
+            }
+            if flow == Flow::Done {
+                return finish_adapter(adapter.as_mut(), emitter, &mut ops).await;
+            }
+        }
+        if !emitter.wanted() {
+            return Err(ProviderError::Aborted);
+        }
+    }
+    for event in decoder.finish() {
+        adapter.on_event(event, &mut ops)?;
+    }
+    finish_adapter(adapter.as_mut(), emitter, &mut ops).await
+}
+
+async fn finish_adapter(
+    adapter: &mut dyn Adapter,
+    emitter: &mut Emitter,
+    ops: &mut Vec<Op>,
+) -> Result<(), ProviderError> {
+    adapter.on_end(ops)?;
+    for op in ops.drain(..) {
+        emitter.apply(op).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,314 @@
+//! Builds the assistant message from a provider's decoded stream and emits the
+//! [`AssistantMessageEvent`]s, so that every API adapter only has to say what arrived.
+
+use tokio::sync::mpsc;
+
+use super::partial_json::parse_arguments;
+use super::{Op, ProviderError};
+use crate::{
+    AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent,
+    ThinkingContent, ToolCall, Usage,
+};
+
+/// Accumulates the message and sends events to the consumer.
+pub(crate) struct Emitter {
+    message: AssistantMessage,
+    tx: mpsc::Sender<AssistantMessageEvent>,
+    include_partial: bool,
+    cost: crate::ModelCost,
+    /// Raw argument text of each tool call, by content index.
+    tool_args: Vec<Option<String>>,
+    started: bool,
+}
+
+impl Emitter {
+    pub fn new(
+        model: &Model,
+        tx: mpsc::Sender<AssistantMessageEvent>,
+        include_partial: bool,
+    ) -> Self {
+        Self {
+            message: AssistantMessage {
+                content: Vec::new(),
+                api: model.api.clone(),
+                provider: model.provider.clone(),
+                model: model.id.clone(),
+                usage: Usage::default(),
+                stop_reason: StopReason::Stop,
+                timestamp: now_ms(),
+                response_id: None,
+                response_model: None,
+                diagnostics: None,
+                error_message: None,
+            },
+            tx,
+            include_partial,
+            cost: model.cost.clone(),
+            tool_args: Vec::new(),
+            started: false,
+        }
+    }
+
+    /// False once the consumer has gone away; the adapter should stop reading.
+    pub fn wanted(&self) -> bool {
+        !self.tx.is_closed()
+    }
+
+    fn partial(&self) -> Option<AssistantMessage> {
+        self.include_partial.then(|| self.message.clone())
+    }
+
+    async fn send(&self, event: AssistantMessageEvent) {
+        let _ = self.tx.send(event).await;
+    }
+
+    async fn ensure_started(&mut self) {
+        if !self.started {
+            self.started = true;
+            let partial = self.message.clone();
+            self.send(AssistantMessageEvent::Start { partial }).await;
+        }
+    }
+
+    /// Applies one decoded operation.
+    pub async fn apply(&mut self, op: Op) -> Result<(), ProviderError> {
+        self.ensure_started().await;
+        match op {
+            Op::Start => {}
+            Op::TextStart => {
+                self.push(AssistantContent::Text(TextContent {
+                    text: String::new(),
+                    text_signature: None,
+                }));
+                let content_index = self.message.content.len() - 1;
+                let partial = self.partial();
+                self.send(AssistantMessageEvent::TextStart {
+                    content_index,
+                    partial,
+                })
+                .await;
+            }
+            Op::TextDelta { index, text } => {
+                match self.message.content.get_mut(index) {
+                    Some(AssistantContent::Text(t)) => t.text.push_str(&text),
+                    _ => return Err(bad_index(index)),
+                }
+                let partial = self.partial();
+                self.send(AssistantMessageEvent::TextDelta {
+                    content_index: index,
+                    delta: text,
+                    partial,
+                })
+                .await;
+            }
+            Op::TextSignature { index, signature } => match self.message.content.get_mut(index) {
+                Some(AssistantContent::Text(t)) => t.text_signature = Some(signature),
+                _ => return Err(bad_index(index)),
+            },
+            Op::TextEnd { index } => {
+                let content = match self.message.content.get(index) {
+                    Some(AssistantContent::Text(t)) => t.text.clone(),
+                    _ => return Err(bad_index(index)),
+                };
+                let partial = self.partial();
+                self.send(AssistantMessageEvent::TextEnd {
+                    content_index: index,
+                    content,
+                    partial,
+                })
+                .await;
+            }
+            Op::ThinkingStart { redacted } => {
+                self.push(AssistantContent::Thinking(ThinkingContent {
+                    thinking: String::new(),
+                    thinking_signature: None,
+                    redacted: redacted.then_some(true),
+                }));
+                let content_index = self.message.content.len() - 1;
+                let partial = self.partial();
+                self.send(AssistantMessageEvent::ThinkingStart {
+                    content_index,
+                    partial,
+                })
+                .await;
+            }
+            Op::ThinkingDelta { index, text } => {
+                match self.message.content.get_mut(index) {
+                    Some(AssistantContent::Thinking(t)) => t.thinking.push_str(&text),
+                    _ => return Err(bad_index(index)),
+                }
+                let partial = self.partial();
+                self.send(AssistantMessageEvent::ThinkingDelta {
+                    content_index: index,
+                    delta: text,
+                    partial,
+                })
+                .await;
+            }
+            Op::ThinkingSignature {
+                index,
+                signature,
+                append,
+            } => match self.message.content.get_mut(index) {
+                Some(AssistantContent::Thinking(t)) => match (&mut t.thinking_signature, append) {
+                    (Some(existing), true) => existing.push_str(&signature),
+                    (slot, _) => *slot = Some(signature),
+                },
+                _ => return Err(bad_index(index)),
+            },
+            Op::ThinkingEnd { index } => {
+                let content = match self.message.content.get(index) {
+                    Some(AssistantContent::Thinking(t)) => t.thinking.clone(),
+                    _ => return Err(bad_index(index)),
+                };
+                let partial = self.partial();
+                self.send(AssistantMessageEvent::ThinkingEnd {
+                    content_index: index,
+                    content,
+                    partial,
+                })
+                .await;
+            }
+            Op::ToolCallStart { id, name } => {
+                self.push(AssistantContent::ToolCall(ToolCall {
+                    id,
+                    name,
+                    arguments: serde_json::Map::new(),
+                    thought_signature: None,
+                }));
+                let content_index = self.message.content.len() - 1;
+                let partial = self.partial();
+                self.send(AssistantMessageEvent::ToolCallStart {
+                    content_index,
+                    id: None,
+                    tool_name: None,
+                    partial,
+                })
+                .await;
+            }
+            Op::ToolCallDelta { index, json } => {
+                let text = match self.tool_args.get_mut(index) {
+                    Some(Some(text)) => text,
+                    _ => return Err(bad_index(index)),
+                };
+                text.push_str(&json);
+                if self.include_partial {
+                    let arguments = parse_arguments(text);
+                    if let Some(AssistantContent::ToolCall(call)) =
+                        self.message.content.get_mut(index)
+                    {
+                        call.arguments = arguments;
+                    }
+                }
+                let partial = self.partial();
+                self.send(AssistantMessageEvent::ToolCallDelta {
+                    content_index: index,
+                    delta: json,
+                    partial,
+                })
+                .await;
+            }
+            Op::ToolCallSignature { index, signature } => match self.message.content.get_mut(index)
+            {
+                Some(AssistantContent::ToolCall(call)) => call.thought_signature = Some(signature),
+                _ => return Err(bad_index(index)),
+            },
+            Op::ToolCallEnd { index } => {
+                let text = match self.tool_args.get(index) {
+                    Some(Some(text)) => text.clone(),
+                    _ => return Err(bad_index(index)),
+                };
+                let tool_call = match self.message.content.get_mut(index) {
+                    Some(AssistantContent::ToolCall(call)) => {
+                        call.arguments = parse_arguments(&text);
+                        call.clone()
+                    }
+                    _ => return Err(bad_index(index)),
+                };
+                let partial = self.partial();
+                self.send(AssistantMessageEvent::ToolCallEnd {
+                    content_index: index,
+                    tool_call,
+                    partial,
+                })
+                .await;
+            }
+            Op::Usage(usage) => self.message.usage = usage,
+            Op::StopReason(reason) => self.message.stop_reason = reason,
+            Op::ResponseId(id) => self.message.response_id = Some(id),
+            Op::ResponseModel(model) => {
+                if model != self.message.model {
+                    self.message.response_model = Some(model);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, block: AssistantContent) {
+        let is_tool = matches!(block, AssistantContent::ToolCall(_));
+        self.message.content.push(block);
+        self.tool_args.push(is_tool.then(String::new));
+    }
+
+    /// Ends the stream successfully: computes the cost and sends `done`.
+    pub async fn finish(mut self) {
+        self.ensure_started().await;
+        self.compute_cost();
+        let reason = self.message.stop_reason;
+        if matches!(reason, StopReason::Error | StopReason::Aborted) {
+            let error = self
+                .message
+                .error_message
+                .clone()
+                .unwrap_or_else(|| "An unknown error occurred".into());
+            return self.fail(ProviderError::Stream(error)).await;
+        }
+        self.send(AssistantMessageEvent::Done {
+            reason,
+            message: self.message.clone(),
+        })
+        .await;
+    }
+
+    /// Ends the stream with an error (or an abort), keeping what streamed so far.
+    pub async fn fail(mut self, error: ProviderError) {
+        self.ensure_started().await;
+        self.compute_cost();
+        let reason = if error == ProviderError::Aborted {
+            StopReason::Aborted
+        } else {
+            StopReason::Error
+        };
+        self.message.stop_reason = reason;
+        self.message.error_message = Some(error.to_string());
+        self.send(AssistantMessageEvent::Error {
+            reason,
+            error: self.message.clone(),
+        })
+        .await;
+    }
+
+    fn compute_cost(&mut self) {
+        let u = &mut self.message.usage;
+        let per = |price: f64, tokens: u64| price / 1_000_000.0 * tokens as f64;
+        u.cost.input = per(self.cost.input, u.input);
+        u.cost.output = per(self.cost.output, u.output);
+        u.cost.cache_read = per(self.cost.cache_read, u.cache_read);
+        u.cost.cache_write = per(self.cost.cache_write, u.cache_write);
+        u.cost.total = u.cost.input + u.cost.output + u.cost.cache_read + u.cost.cache_write;
+    }
+}
+
+fn bad_index(index: usize) -> ProviderError {
+    ProviderError::Stream(format!(
+        "provider stream referred to unknown content block {index}"
+    ))
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

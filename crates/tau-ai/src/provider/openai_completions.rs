@@ -1,0 +1,820 @@
+//! `openai-completions`: OpenAI's Chat Completions API, which most OpenAI-compatible servers
+//! (OpenRouter, Groq, xAI, DeepSeek, Ollama, llama.cpp, vLLM, …) also speak. The `compat`
+//! flags of a model (or auto-detection from its provider and base URL) cover their
+//! differences.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::sse::SseEvent;
+use super::{Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, transform};
+use crate::{
+    AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
+    UserContentBlock,
+};
+
+/// Differences between OpenAI-compatible servers.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Compat {
+    pub supports_store: bool,
+    pub supports_developer_role: bool,
+    pub supports_reasoning_effort: bool,
+    pub supports_usage_in_streaming: bool,
+    pub max_tokens_field: String,
+    pub requires_tool_result_name: bool,
+    pub requires_assistant_after_tool_result: bool,
+    pub requires_thinking_as_text: bool,
+    pub requires_reasoning_content: bool,
+    pub thinking_format: String,
+    pub supports_strict_mode: bool,
+    pub reasoning_effort_map: Map<String, Value>,
+}
+
+impl Compat {
+    /// Auto-detection from the provider and base URL, then the model's explicit `compat`.
+    pub fn for_model(model: &Model) -> Self {
+        let provider = model.provider.to_ascii_lowercase();
+        let url = model.base_url.to_ascii_lowercase();
+        let is = |names: &[&str]| {
+            names
+                .iter()
+                .any(|n| provider.contains(n) || url.contains(n))
+        };
+        let official = provider == "openai" || url.contains("api.openai.com");
+        let cloudflare_gateway =
+            provider == "cloudflare-ai-gateway" || url.contains("gateway.ai.cloudflare");
+        let non_standard = is(&[
+            "cerebras",
+            "x.ai",
+            "xai",
+            "chutes",
+            "deepseek",
+            "z.ai",
+            "zai",
+            "moonshot",
+            "opencode",
+            "cloudflare",
+        ]);
+        let thinking_format = if is(&["deepseek"]) {
+            "deepseek"
+        } else if is(&["z.ai", "zai"]) {
+            "zai"
+        } else if is(&["openrouter"]) {
+            "openrouter"
+        } else {
+            "openai"
+        };
+        let mut compat = Compat {
+            // Only OpenAI itself is known to accept `store` and the `developer` role; other
+            // servers (local ones especially) may reject them.
+            supports_store: official,
+            supports_developer_role: official && !non_standard,
+            supports_reasoning_effort: !is(&["grok", "x.ai", "xai", "z.ai", "zai", "moonshot"])
+                && !cloudflare_gateway,
+            supports_usage_in_streaming: true,
+            max_tokens_field: if is(&["chutes", "moonshot"]) || cloudflare_gateway {
+                "max_tokens".into()
+            } else {
+                "max_completion_tokens".into()
+            },
+            requires_tool_result_name: false,
+            requires_assistant_after_tool_result: false,
+            requires_thinking_as_text: false,
+            requires_reasoning_content: is(&["deepseek"]),
+            thinking_format: thinking_format.into(),
+            supports_strict_mode: !is(&["moonshot"]) && !cloudflare_gateway,
+            reasoning_effort_map: Map::new(),
+        };
+        if let Some(Value::Object(explicit)) = &model.compat {
+            let flag = |key: &str, slot: &mut bool| {
+                if let Some(Value::Bool(b)) = explicit.get(key) {
+                    *slot = *b;
+                }
+            };
+            flag("supportsStore", &mut compat.supports_store);
+            flag("supportsDeveloperRole", &mut compat.supports_developer_role);
+            flag(
+                "supportsReasoningEffort",
+                &mut compat.supports_reasoning_effort,
+            );
+            flag(
+                "supportsUsageInStreaming",
+                &mut compat.supports_usage_in_streaming,
+            );
+            flag(
+                "requiresToolResultName",
+                &mut compat.requires_tool_result_name,
+            );
+            flag(
+                "requiresAssistantAfterToolResult",
+                &mut compat.requires_assistant_after_tool_result,
+            );
+            flag(
+                "requiresThinkingAsText",
+                &mut compat.requires_thinking_as_text,
+            );
+            flag(
+                "requiresReasoningContentOnAssistantMessages",
+                &mut compat.requires_reasoning_content,
+            );
+            flag("supportsStrictMode", &mut compat.supports_strict_mode);
+            if let Some(Value::String(field)) = explicit.get("maxTokensField") {
+                compat.max_tokens_field = field.clone();
+            }
+            if let Some(Value::String(format)) = explicit.get("thinkingFormat") {
+                compat.thinking_format = format.clone();
+            }
+            if let Some(Value::Object(map)) = explicit.get("reasoningEffortMap") {
+                compat.reasoning_effort_map = map.clone();
+            }
+        }
+        compat
+    }
+}
+
+pub(crate) fn build(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> Result<(HttpRequest, Box<dyn Adapter>), ProviderError> {
+    let key = options.api_key.clone().filter(|k| !k.is_empty()).ok_or_else(|| {
+        ProviderError::Config(
+            "OpenAI API key is required. Set OPENAI_API_KEY environment variable or pass it as an argument."
+                .into(),
+        )
+    })?;
+    let compat = Compat::for_model(model);
+    let body = request_body(model, context, options, &compat);
+    let mut headers = vec![
+        ("content-type".to_string(), "application/json".to_string()),
+        ("accept".to_string(), "text/event-stream".to_string()),
+        ("authorization".to_string(), format!("Bearer {key}")),
+    ];
+    if let Some(model_headers) = &model.headers {
+        for (name, value) in model_headers {
+            if let Some(value) = value.as_str() {
+                headers.push((name.clone(), value.to_string()));
+            }
+        }
+    }
+    headers.extend(options.headers.iter().cloned());
+    let request = HttpRequest {
+        url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
+        headers,
+        body: serde_json::to_vec(&body).map_err(|e| ProviderError::Config(e.to_string()))?,
+        whole_error_body: false,
+    };
+    Ok((request, Box::new(Decoder::default())))
+}
+
+/// The JSON body of a Chat Completions request.
+pub(crate) fn request_body(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    compat: &Compat,
+) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model.id));
+    body.insert(
+        "messages".into(),
+        Value::Array(messages(model, context, compat)),
+    );
+    body.insert("stream".into(), json!(true));
+    if compat.supports_usage_in_streaming {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if compat.supports_store {
+        body.insert("store".into(), json!(false));
+    }
+    body.insert(
+        compat.max_tokens_field.clone(),
+        json!(options.max_tokens_for(model)),
+    );
+    if let Some(t) = options.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    let history_has_calls = context.messages.iter().any(|m| {
+        matches!(m, Message::Assistant(a) if a.content.iter().any(|c| matches!(c, AssistantContent::ToolCall(_))))
+    });
+    if !context.tools.is_empty() || history_has_calls {
+        let tools: Vec<Value> = context
+            .tools
+            .iter()
+            .map(|tool| {
+                let mut function = json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                });
+                if compat.supports_strict_mode {
+                    function["strict"] = json!(false);
+                }
+                json!({"type": "function", "function": function})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if model.reasoning {
+        add_reasoning(&mut body, model, options.thinking(), compat);
+    }
+    Value::Object(body)
+}
+
+fn level_value(model: &Model, compat: &Compat, level: ThinkingLevel) -> Option<Value> {
+    let key = level.as_str();
+    let mapped = model
+        .thinking_level_map
+        .as_ref()
+        .and_then(|m| m.get(key))
+        .or_else(|| compat.reasoning_effort_map.get(key));
+    match mapped {
+        Some(Value::Null) => None,
+        Some(v) => Some(v.clone()),
+        None if level == ThinkingLevel::Off => None,
+        None => Some(json!(key)),
+    }
+}
+
+fn add_reasoning(
+    body: &mut Map<String, Value>,
+    model: &Model,
+    level: Option<ThinkingLevel>,
+    compat: &Compat,
+) {
+    let on = level.is_some();
+    let effort = level_value(model, compat, level.unwrap_or(ThinkingLevel::Off));
+    match compat.thinking_format.as_str() {
+        "openrouter" => {
+            let effort = effort.or_else(|| (!on).then(|| json!("none")));
+            if let Some(effort) = effort {
+                body.insert("reasoning".into(), json!({"effort": effort}));
+            }
+        }
+        "deepseek" => {
+            body.insert(
+                "thinking".into(),
+                json!({"type": if on { "enabled" } else { "disabled" }}),
+            );
+            if let (true, Some(effort)) = (on && compat.supports_reasoning_effort, effort) {
+                body.insert("reasoning_effort".into(), effort);
+            }
+        }
+        "zai" | "qwen" => {
+            body.insert("enable_thinking".into(), json!(on));
+        }
+        "qwen-chat-template" => {
+            body.insert(
+                "chat_template_kwargs".into(),
+                json!({"enable_thinking": on, "preserve_thinking": true}),
+            );
+        }
+        _ => {
+            if compat.supports_reasoning_effort
+                && let Some(effort) = effort
+            {
+                body.insert("reasoning_effort".into(), effort);
+            }
+        }
+    }
+}
+
+fn text_of(blocks: &[UserContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            UserContentBlock::Text(t) => Some(t.text.as_str()),
+            UserContentBlock::Image(_) => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn image_part(mime: &str, data: &str) -> Value {
+    json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
+}
+
+fn messages(model: &Model, context: &Context, compat: &Compat) -> Vec<Value> {
+    let mut out = Vec::new();
+    if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
+        let role = if model.reasoning && compat.supports_developer_role {
+            "developer"
+        } else {
+            "system"
+        };
+        out.push(json!({"role": role, "content": system}));
+    }
+    let prepared = transform::prepare(model, &context.messages);
+    let mut pending_images: Vec<Value> = Vec::new();
+    let mut last_was_tool = false;
+    for message in &prepared {
+        if !matches!(message, Message::ToolResult(_)) && !pending_images.is_empty() {
+            let mut content =
+                vec![json!({"type": "text", "text": "Attached image(s) from tool result:"})];
+            content.append(&mut pending_images);
+            out.push(json!({"role": "user", "content": content}));
+        }
+        match message {
+            Message::User(user) => {
+                if last_was_tool && compat.requires_assistant_after_tool_result {
+                    out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
+                }
+                let content = match &user.content {
+                    UserContent::Text(text) => json!(text),
+                    UserContent::Blocks(blocks) => Value::Array(
+                        blocks
+                            .iter()
+                            .filter_map(|b| match b {
+                                UserContentBlock::Text(t) if t.text.is_empty() => None,
+                                UserContentBlock::Text(t) => {
+                                    Some(json!({"type": "text", "text": t.text}))
+                                }
+                                UserContentBlock::Image(i) => {
+                                    Some(image_part(&i.mime_type, &i.data))
+                                }
+                            })
+                            .collect(),
+                    ),
+                };
+                out.push(json!({"role": "user", "content": content}));
+            }
+            Message::Assistant(a) => {
+                let text: Vec<&str> = a
+                    .content
+                    .iter()
+                    .filter_map(|c| match c {
+                        AssistantContent::Text(t) if !t.text.is_empty() => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let thinking: Vec<&crate::ThinkingContent> = a
+                    .content
+                    .iter()
+                    .filter_map(|c| match c {
+                        AssistantContent::Thinking(t) if !t.thinking.is_empty() => Some(t),
+                        _ => None,
+                    })
+                    .collect();
+                let calls: Vec<Value> = a
+                    .content
+                    .iter()
+                    .filter_map(|c| match c {
+                        AssistantContent::ToolCall(call) => Some(json!({
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": Value::Object(call.arguments.clone()).to_string(),
+                            },
+                        })),
+                        _ => None,
+                    })
+                    .collect();
+                let mut content = text.join("");
+                let mut entry = Map::new();
+                entry.insert("role".into(), json!("assistant"));
+                if !thinking.is_empty() {
+                    let joined: String = thinking
+                        .iter()
+                        .map(|t| t.thinking.as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    if compat.requires_thinking_as_text {
+                        content = format!("{joined}\n\n{content}");
+                    } else {
+                        let field = thinking[0]
+                            .thinking_signature
+                            .clone()
+                            .filter(|s| {
+                                matches!(
+                                    s.as_str(),
+                                    "reasoning_content" | "reasoning" | "reasoning_text"
+                                )
+                            })
+                            .unwrap_or_else(|| "reasoning_content".into());
+                        entry.insert(field, json!(joined));
+                    }
+                } else if compat.requires_reasoning_content {
+                    entry.insert("reasoning_content".into(), json!(""));
+                }
+                if content.is_empty()
+                    && calls.is_empty()
+                    && !entry.contains_key("reasoning_content")
+                {
+                    continue;
+                }
+                entry.insert(
+                    "content".into(),
+                    if content.is_empty() {
+                        Value::Null
+                    } else {
+                        json!(content)
+                    },
+                );
+                if !calls.is_empty() {
+                    entry.insert("tool_calls".into(), Value::Array(calls));
+                }
+                out.push(Value::Object(entry));
+            }
+            Message::ToolResult(result) => {
+                let text = text_of(&result.content);
+                let has_images = result
+                    .content
+                    .iter()
+                    .any(|b| matches!(b, UserContentBlock::Image(_)));
+                let content = if text.is_empty() && has_images {
+                    "(see attached image)".to_string()
+                } else {
+                    text
+                };
+                let mut entry = json!({"role": "tool", "content": content, "tool_call_id": result.tool_call_id});
+                if compat.requires_tool_result_name {
+                    entry["name"] = json!(result.tool_name);
+                }
+                out.push(entry);
+                for block in &result.content {
+                    if let UserContentBlock::Image(i) = block {
+                        pending_images.push(image_part(&i.mime_type, &i.data));
+                    }
+                }
+            }
+        }
+        last_was_tool = matches!(message, Message::ToolResult(_));
+    }
+    if !pending_images.is_empty() {
+        let mut content =
+            vec![json!({"type": "text", "text": "Attached image(s) from tool result:"})];
+        content.append(&mut pending_images);
+        out.push(json!({"role": "user", "content": content}));
+    }
+    out
+}
+
+/// Stream decoding state.
+#[derive(Debug, Default)]
+struct Decoder {
+    next_index: usize,
+    text: Option<usize>,
+    thinking: Option<usize>,
+    /// Tool calls by the server's `index` (or id): content index.
+    tools: BTreeMap<String, usize>,
+    finish_reason: Option<String>,
+    saw_chunk: bool,
+}
+
+impl Decoder {
+    fn start_block(&mut self) -> usize {
+        let index = self.next_index;
+        self.next_index += 1;
+        index
+    }
+}
+
+fn usage_from(value: &Value) -> Usage {
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64);
+    let prompt = n(value.get("prompt_tokens")).unwrap_or(0);
+    let completion = n(value.get("completion_tokens")).unwrap_or(0);
+    let details = value.get("prompt_tokens_details");
+    let cache_write = n(details.and_then(|d| d.get("cache_write_tokens"))).unwrap_or(0);
+    let cached = n(details.and_then(|d| d.get("cached_tokens")))
+        .or_else(|| n(value.get("prompt_cache_hit_tokens")))
+        .unwrap_or(0);
+    let cache_read = cached.saturating_sub(cache_write);
+    let input = prompt
+        .saturating_sub(cache_read)
+        .saturating_sub(cache_write);
+    Usage {
+        input,
+        output: completion,
+        cache_read,
+        cache_write,
+        cache_write_1h: None,
+        total_tokens: input + completion + cache_read + cache_write,
+        cost: Default::default(),
+    }
+}
+
+impl Adapter for Decoder {
+    fn on_event(&mut self, event: SseEvent, ops: &mut Vec<Op>) -> Result<Flow, ProviderError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return Ok(Flow::Done);
+        }
+        if data.is_empty() {
+            return Ok(Flow::Continue);
+        }
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Stream(format!("Invalid stream chunk: {e}")))?;
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown error");
+            return Err(ProviderError::Stream(message.to_string()));
+        }
+        if !self.saw_chunk {
+            self.saw_chunk = true;
+            ops.push(Op::Start);
+            if let Some(id) = chunk.get("id").and_then(Value::as_str) {
+                ops.push(Op::ResponseId(id.to_string()));
+            }
+            if let Some(model) = chunk.get("model").and_then(Value::as_str) {
+                ops.push(Op::ResponseModel(model.to_string()));
+            }
+        }
+        let choice = chunk.get("choices").and_then(|c| c.get(0));
+        if let Some(usage) = chunk
+            .get("usage")
+            .or_else(|| choice.and_then(|c| c.get("usage")))
+            && usage.is_object()
+        {
+            ops.push(Op::Usage(usage_from(usage)));
+        }
+        let Some(choice) = choice else {
+            return Ok(Flow::Continue);
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_string());
+        }
+        let Some(delta) = choice.get("delta") else {
+            return Ok(Flow::Continue);
+        };
+        for field in ["reasoning_content", "reasoning", "reasoning_text"] {
+            if let Some(text) = delta
+                .get(field)
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                let index = match self.thinking {
+                    Some(index) => index,
+                    None => {
+                        let index = self.start_block();
+                        self.thinking = Some(index);
+                        ops.push(Op::ThinkingStart { redacted: false });
+                        ops.push(Op::ThinkingSignature {
+                            index,
+                            signature: field.to_string(),
+                            append: false,
+                        });
+                        index
+                    }
+                };
+                ops.push(Op::ThinkingDelta {
+                    index,
+                    text: text.to_string(),
+                });
+                break;
+            }
+        }
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            let index = match self.text {
+                Some(index) => index,
+                None => {
+                    let index = self.start_block();
+                    self.text = Some(index);
+                    ops.push(Op::TextStart);
+                    index
+                }
+            };
+            ops.push(Op::TextDelta {
+                index,
+                text: text.to_string(),
+            });
+        }
+        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            for call in calls {
+                let key = call
+                    .get("index")
+                    .map(Value::to_string)
+                    .or_else(|| call.get("id").and_then(Value::as_str).map(str::to_string))
+                    .unwrap_or_default();
+                let function = call.get("function");
+                let index = match self.tools.get(&key) {
+                    Some(index) => *index,
+                    None => {
+                        let index = self.start_block();
+                        self.tools.insert(key, index);
+                        let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+                        let name = function
+                            .and_then(|f| f.get("name"))
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        ops.push(Op::ToolCallStart {
+                            id: id.to_string(),
+                            name: name.to_string(),
+                        });
+                        index
+                    }
+                };
+                if let Some(args) = function
+                    .and_then(|f| f.get("arguments"))
+                    .and_then(Value::as_str)
+                    .filter(|a| !a.is_empty())
+                {
+                    ops.push(Op::ToolCallDelta {
+                        index,
+                        json: args.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn on_end(&mut self, ops: &mut Vec<Op>) -> Result<(), ProviderError> {
+        if !self.saw_chunk {
+            return Err(ProviderError::Stream(
+                "The stream ended without any data".into(),
+            ));
+        }
+        // Chat Completions has no block boundaries: every block ends with the stream.
+        let mut ends: Vec<(usize, Op)> = Vec::new();
+        if let Some(index) = self.thinking {
+            ends.push((index, Op::ThinkingEnd { index }));
+        }
+        if let Some(index) = self.text {
+            ends.push((index, Op::TextEnd { index }));
+        }
+        for index in self.tools.values() {
+            ends.push((*index, Op::ToolCallEnd { index: *index }));
+        }
+        ends.sort_by_key(|(index, _)| *index);
+        ops.extend(ends.into_iter().map(|(_, op)| op));
+        let reason = match self.finish_reason.as_deref() {
+            None | Some("stop") | Some("end") => {
+                if self.tools.is_empty() {
+                    StopReason::Stop
+                } else {
+                    StopReason::ToolUse
+                }
+            }
+            Some("length") => StopReason::Length,
+            Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
+            Some(other) => {
+                return Err(ProviderError::Stream(format!(
+                    "Provider finish_reason: {other}"
+                )));
+            }
+        };
+        ops.push(Op::StopReason(reason));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{InputModality, ModelCost};
+
+    fn model(provider: &str, url: &str, reasoning: bool) -> Model {
+        Model {
+            id: "m".into(),
+            name: "M".into(),
+            api: "openai-completions".into(),
+            provider: provider.into(),
+            base_url: url.into(),
+            reasoning,
+            thinking_level_map: None,
+            input: vec![InputModality::Text],
+            cost: ModelCost::default(),
+            context_window: 1000,
+            max_tokens: 100,
+            headers: None,
+            compat: None,
+        }
+    }
+
+    fn decode(lines: &[&str]) -> (Vec<Op>, Result<(), ProviderError>) {
+        let mut d = Decoder::default();
+        let mut ops = Vec::new();
+        for line in lines {
+            let event = SseEvent {
+                event: None,
+                data: (*line).to_string(),
+            };
+            if d.on_event(event, &mut ops)
+                .map_err(|e| e.to_string())
+                .unwrap_or(Flow::Done)
+                == Flow::Done
+            {
+                break;
+            }
+        }
+        let end = d.on_end(&mut ops);
+        (ops, end)
+    }
+
+    #[test]
+    fn text_thinking_and_two_tool_calls() {
+        let (ops, end) = decode(&[
+            r#"{"id":"c1","model":"m","choices":[{"delta":{"role":"assistant","reasoning_content":"hmm"}}]}"#,
+            r#"{"id":"c1","choices":[{"delta":{"content":"Hi"}}]}"#,
+            r#"{"id":"c1","choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"bash","arguments":"{\"command\""}}]}}]}"#,
+            r#"{"id":"c1","choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"read","arguments":"{}"}}]}}]}"#,
+            r#"{"id":"c1","choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":":\"ls\"}"}}]}}]}"#,
+            r#"{"id":"c1","choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"id":"c1","choices":[],"usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120,"prompt_tokens_details":{"cached_tokens":30}}}"#,
+            "[DONE]",
+        ]);
+        end.unwrap();
+        assert!(ops.contains(&Op::ThinkingSignature {
+            index: 0,
+            signature: "reasoning_content".into(),
+            append: false
+        }));
+        assert!(ops.contains(&Op::ToolCallStart {
+            id: "a".into(),
+            name: "bash".into()
+        }));
+        assert!(ops.contains(&Op::ToolCallDelta {
+            index: 2,
+            json: ":\"ls\"}".into()
+        }));
+        let tail: Vec<&Op> = ops.iter().rev().take(5).collect();
+        assert_eq!(
+            tail,
+            vec![
+                &Op::StopReason(StopReason::ToolUse),
+                &Op::ToolCallEnd { index: 3 },
+                &Op::ToolCallEnd { index: 2 },
+                &Op::TextEnd { index: 1 },
+                &Op::ThinkingEnd { index: 0 },
+            ]
+        );
+        let usage = ops
+            .iter()
+            .find_map(|o| match o {
+                Op::Usage(u) => Some(u.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(
+            (
+                usage.input,
+                usage.output,
+                usage.cache_read,
+                usage.total_tokens
+            ),
+            (70, 20, 30, 120)
+        );
+    }
+
+    #[test]
+    fn unknown_finish_reason_is_an_error() {
+        let (_, end) = decode(&[
+            r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"content_filter"}]}"#,
+        ]);
+        assert_eq!(
+            end.unwrap_err().to_string(),
+            "Provider finish_reason: content_filter"
+        );
+    }
+
+    #[test]
+    fn request_body_for_a_local_server() {
+        let m = model("llama", "http://127.0.0.1:8080/v1", false);
+        let ctx = Context {
+            system_prompt: Some("be brief".into()),
+            messages: vec![Message::User(crate::UserMessage {
+                content: UserContent::Text("hi".into()),
+                timestamp: 0,
+                attachments: None,
+            })],
+            tools: vec![super::super::Tool {
+                name: "bash".into(),
+                description: "run".into(),
+                parameters: json!({"type":"object"}),
+            }],
+        };
+        let body = request_body(&m, &ctx, &StreamOptions::default(), &Compat::for_model(&m));
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "be brief"})
+        );
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "user", "content": "hi"})
+        );
+        assert_eq!(body["stream_options"], json!({"include_usage": true}));
+        assert_eq!(body["max_completion_tokens"], json!(100));
+        assert!(body.get("store").is_none());
+        assert_eq!(body["tools"][0]["function"]["strict"], json!(false));
+    }
+
+    #[test]
+    fn reasoning_effort_for_openai() {
+        let m = model("openai", "https://api.openai.com/v1", true);
+        let options = StreamOptions {
+            reasoning: Some(ThinkingLevel::High),
+            ..Default::default()
+        };
+        let body = request_body(&m, &Context::default(), &options, &Compat::for_model(&m));
+        assert_eq!(body["reasoning_effort"], json!("high"));
+        assert_eq!(body["store"], json!(false));
+    }
+}
