@@ -9,7 +9,9 @@ mod anthropic;
 mod classify;
 mod emitter;
 mod error;
+mod google;
 mod openai_completions;
+mod openai_responses;
 mod partial_json;
 pub mod sse;
 mod transform;
@@ -136,8 +138,6 @@ impl StreamOptions {
 
 /// A decoded piece of a provider stream; indices are positions in the message's content.
 #[derive(Debug, Clone, PartialEq)]
-// The signature variants serve the Responses and Gemini adapters.
-#[allow(dead_code)]
 pub(crate) enum Op {
     /// The server acknowledged the request (for APIs with an explicit start event).
     Start,
@@ -229,6 +229,8 @@ fn build(
     match model.api.as_str() {
         "anthropic-messages" => anthropic::build(model, context, options),
         "openai-completions" => openai_completions::build(model, context, options),
+        "openai-responses" => openai_responses::build(model, context, options),
+        "google-generative-ai" => google::build(model, context, options),
         other => Err(ProviderError::Config(format!("Unsupported API: {other}"))),
     }
 }
