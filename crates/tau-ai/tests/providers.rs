@@ -1,0 +1,377 @@
+//! Every provider adapter against tau-mock-llm over real loopback HTTP: text, thinking, two
+//! tool calls in one reply, usage and cost, every fault the mock injects, abort mid-stream,
+//! and a 10,000-delta reply.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use serde_json::json;
+use tau_ai::provider::{
+    CancellationToken, Context, StreamOptions, Tool, http_client, is_overflow_error,
+    is_retryable_error, stream,
+};
+use tau_ai::{
+    AssistantContent, AssistantMessage, AssistantMessageEvent, InputModality, Message, Model,
+    ModelCost, StopReason, UserContent, UserMessage,
+};
+use tau_mock_llm::{Fault, MockServer, Reply};
+
+const APIS: [&str; 4] = [
+    "anthropic-messages",
+    "openai-completions",
+    "openai-responses",
+    "google-generative-ai",
+];
+
+fn model(api: &str, url: &str) -> Model {
+    let base_url = match api {
+        "anthropic-messages" => url.to_string(),
+        "google-generative-ai" => format!("{url}/v1beta"),
+        _ => format!("{url}/v1"),
+    };
+    Model {
+        id: "mock-model".into(),
+        name: "Mock".into(),
+        api: api.into(),
+        provider: "mock".into(),
+        base_url,
+        reasoning: true,
+        thinking_level_map: None,
+        input: vec![InputModality::Text, InputModality::Image],
+        cost: ModelCost {
+            input: 3.0,
+            output: 15.0,
+            cache_read: 0.3,
+            cache_write: 3.75,
+        },
+        context_window: 200_000,
+        max_tokens: 8192,
+        headers: None,
+        compat: None,
+    }
+}
+
+fn context() -> Context {
+    Context {
+        system_prompt: Some("You are terse.".into()),
+        messages: vec![Message::User(UserMessage {
+            content: UserContent::Text("list the files".into()),
+            timestamp: 1,
+            attachments: None,
+        })],
+        tools: vec![Tool {
+            name: "bash".into(),
+            description: "Run a command".into(),
+            parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+        }],
+    }
+}
+
+fn options() -> StreamOptions {
+    StreamOptions {
+        api_key: Some("test-key".into()),
+        include_partial: true,
+        idle_timeout: Duration::from_secs(10),
+        ..StreamOptions::default()
+    }
+}
+
+async fn collect(
+    api: &str,
+    server: &MockServer,
+    options: StreamOptions,
+) -> (Vec<AssistantMessageEvent>, AssistantMessage) {
+    let client = http_client();
+    let mut s = stream(&client, &model(api, &server.url()), &context(), options);
+    let mut events = Vec::new();
+    while let Some(event) = s.next().await {
+        events.push(event);
+    }
+    let last = match events.last() {
+        Some(AssistantMessageEvent::Done { message, .. }) => message.clone(),
+        Some(AssistantMessageEvent::Error { error, .. }) => error.clone(),
+        other => panic!("{api}: stream did not end with done/error: {other:?}"),
+    };
+    (events, last)
+}
+
+fn kind(event: &AssistantMessageEvent) -> &'static str {
+    match event {
+        AssistantMessageEvent::Start { .. } => "start",
+        AssistantMessageEvent::TextStart { .. } => "text_start",
+        AssistantMessageEvent::TextDelta { .. } => "text_delta",
+        AssistantMessageEvent::TextEnd { .. } => "text_end",
+        AssistantMessageEvent::ThinkingStart { .. } => "thinking_start",
+        AssistantMessageEvent::ThinkingDelta { .. } => "thinking_delta",
+        AssistantMessageEvent::ThinkingEnd { .. } => "thinking_end",
+        AssistantMessageEvent::ToolCallStart { .. } => "toolcall_start",
+        AssistantMessageEvent::ToolCallDelta { .. } => "toolcall_delta",
+        AssistantMessageEvent::ToolCallEnd { .. } => "toolcall_end",
+        AssistantMessageEvent::Done { .. } => "done",
+        AssistantMessageEvent::Error { .. } => "error",
+    }
+}
+
+#[tokio::test]
+async fn thinking_text_and_two_tool_calls_on_every_api() {
+    let server = MockServer::start().await.unwrap();
+    for api in APIS {
+        server.clear();
+        server.push(
+            Reply::new()
+                .thinking_signed("Let me look.", "sig-1")
+                .with_text("Listing now.")
+                .tool_call("call_1", "bash", json!({"command": "ls -la"}))
+                .tool_call("call_2", "bash", json!({"command": "pwd"}))
+                .usage(1000, 200, 400, 0),
+        );
+        let (events, message) = collect(api, &server, options()).await;
+        assert_eq!(kind(&events[0]), "start", "{api}");
+        assert_eq!(
+            message.stop_reason,
+            StopReason::ToolUse,
+            "{api}: {:?}",
+            message.error_message
+        );
+        let kinds: Vec<&str> = message
+            .content
+            .iter()
+            .map(|c| match c {
+                AssistantContent::Text(_) => "text",
+                AssistantContent::Thinking(_) => "thinking",
+                AssistantContent::ToolCall(_) => "toolCall",
+            })
+            .collect();
+        assert_eq!(kinds, ["thinking", "text", "toolCall", "toolCall"], "{api}");
+        let (
+            AssistantContent::Thinking(t),
+            AssistantContent::Text(x),
+            AssistantContent::ToolCall(a),
+            AssistantContent::ToolCall(b),
+        ) = (
+            &message.content[0],
+            &message.content[1],
+            &message.content[2],
+            &message.content[3],
+        )
+        else {
+            unreachable!()
+        };
+        assert_eq!(t.thinking, "Let me look.", "{api}");
+        assert_eq!(x.text, "Listing now.", "{api}");
+        assert_eq!(a.name, "bash");
+        assert_eq!(json!(a.arguments), json!({"command": "ls -la"}), "{api}");
+        assert_eq!(json!(b.arguments), json!({"command": "pwd"}), "{api}");
+        if api == "google-generative-ai" {
+            // Gemini sends no call ids; tau makes unique ones.
+            assert!(
+                a.id.starts_with("bash_") && a.id != b.id,
+                "{api}: {} {}",
+                a.id,
+                b.id
+            );
+        } else {
+            assert!(a.id.contains("call_1"), "{api}: {}", a.id);
+        }
+        // Usage: `input` is the non-cached prompt on every API (OpenAI and Google count cached
+        // tokens inside their prompt total); cost = price per million × tokens.
+        let u = &message.usage;
+        assert_eq!(
+            (u.input, u.output, u.cache_read),
+            (1000, 200, 400),
+            "{api}: {u:?}"
+        );
+        let expected = 3.0 * 1000.0 / 1e6 + 15.0 * 200.0 / 1e6 + 0.3 * 400.0 / 1e6;
+        assert!(
+            (u.cost.total - expected).abs() < 1e-12,
+            "{api}: {}",
+            u.cost.total
+        );
+        assert!(events.iter().any(|e| kind(e) == "text_delta"), "{api}");
+        for event in &events {
+            if let AssistantMessageEvent::ToolCallEnd {
+                tool_call, partial, ..
+            } = event
+            {
+                assert!(partial.is_some(), "{api}: partial requested");
+                assert_eq!(tool_call.name, "bash");
+            }
+        }
+        if api != "google-generative-ai" {
+            // Gemini streams because of the URL (`:streamGenerateContent?alt=sse`).
+            assert_eq!(server.requests()[0].body["stream"], json!(true), "{api}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn request_shapes_reach_the_server() {
+    let server = MockServer::start().await.unwrap();
+    for api in APIS {
+        server.clear();
+        server.push(Reply::text("ok"));
+        let (_, message) = collect(api, &server, options()).await;
+        assert_eq!(
+            message.stop_reason,
+            StopReason::Stop,
+            "{api}: {:?}",
+            message.error_message
+        );
+        let request = &server.requests()[0];
+        let auth = match api {
+            "anthropic-messages" => request.header("x-api-key"),
+            "google-generative-ai" => request.header("x-goog-api-key"),
+            _ => request.header("authorization"),
+        };
+        assert!(
+            auth.is_some_and(|a| a.contains("test-key")),
+            "{api}: key sent"
+        );
+        let text = request.body.to_string();
+        assert!(text.contains("list the files"), "{api}: prompt sent");
+        assert!(text.contains("You are terse."), "{api}: system prompt sent");
+        assert!(text.contains("\"bash\""), "{api}: tool sent");
+    }
+}
+
+type Check = fn(&str) -> bool;
+
+#[tokio::test]
+async fn every_fault_becomes_an_error_message() {
+    let server = MockServer::start().await.unwrap();
+    let cases: [(Fault, Check); 6] = [
+        (
+            Fault::RateLimited {
+                retry_after: Some(2),
+            },
+            |m| m.starts_with("429 ") && is_retryable_error(m),
+        ),
+        (Fault::ServerError, |m| {
+            m.starts_with("500 ") && is_retryable_error(m)
+        }),
+        (Fault::ServiceUnavailable, |m| {
+            m.starts_with("503 ") && is_retryable_error(m)
+        }),
+        (Fault::Overloaded, is_retryable_error),
+        (Fault::ContextOverflow, |m| {
+            m.starts_with("400 ") && is_overflow_error(m) && !is_retryable_error(m)
+        }),
+        (Fault::DropAfter { events: 2 }, is_retryable_error),
+    ];
+    for api in APIS {
+        for (fault, check) in &cases {
+            server.clear();
+            server.push(
+                Reply::new()
+                    .with_text("partial answer that is long enough")
+                    .chunk_size(4)
+                    .with_fault(fault.clone()),
+            );
+            let (_, message) = collect(api, &server, options()).await;
+            assert_eq!(message.stop_reason, StopReason::Error, "{api} {fault:?}");
+            let text = message.error_message.clone().unwrap_or_default();
+            assert!(check(&text), "{api} {fault:?}: {text}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_stream_times_out() {
+    let server = MockServer::start().await.unwrap();
+    for api in APIS {
+        server.clear();
+        server.push(Reply::text("never finished").with_fault(Fault::StallAfter { events: 2 }));
+        let opts = StreamOptions {
+            idle_timeout: Duration::from_millis(300),
+            ..options()
+        };
+        let (_, message) = collect(api, &server, opts).await;
+        assert_eq!(message.stop_reason, StopReason::Error, "{api}");
+        let text = message.error_message.unwrap_or_default();
+        assert!(
+            text.contains("timed out") && is_retryable_error(&text),
+            "{api}: {text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn abort_mid_stream_keeps_what_arrived() {
+    let server = MockServer::start().await.unwrap();
+    for api in APIS {
+        server.clear();
+        server.push(
+            Reply::new()
+                .with_text("word ".repeat(200))
+                .chunk_size(5)
+                .chunk_delay_ms(20),
+        );
+        let cancel = CancellationToken::new();
+        let opts = StreamOptions {
+            cancel: cancel.clone(),
+            ..options()
+        };
+        let client = http_client();
+        let mut s = stream(&client, &model(api, &server.url()), &context(), opts);
+        let mut last = None;
+        while let Some(event) = s.next().await {
+            if kind(&event) == "text_delta" {
+                cancel.cancel();
+            }
+            last = Some(event);
+        }
+        let Some(AssistantMessageEvent::Error { reason, error }) = last else {
+            panic!("{api}: expected an error event");
+        };
+        assert_eq!(reason, StopReason::Aborted, "{api}");
+        assert_eq!(error.stop_reason, StopReason::Aborted);
+        assert_eq!(error.error_message.as_deref(), Some("Request was aborted"));
+        assert!(!error.content.is_empty(), "{api}: the partial text is kept");
+    }
+}
+
+#[tokio::test]
+async fn ten_thousand_deltas_arrive_in_order() {
+    let server = MockServer::start().await.unwrap();
+    for api in APIS {
+        server.clear();
+        let chunks: Vec<String> = (0..10_000).map(|i| format!("{i:04}")).collect();
+        server.push(Reply::new().text_chunks(chunks.clone()));
+        let opts = StreamOptions {
+            include_partial: false,
+            ..options()
+        };
+        let (events, message) = collect(api, &server, opts).await;
+        let deltas = events.iter().filter(|e| kind(e) == "text_delta").count();
+        assert_eq!(deltas, 10_000, "{api}");
+        match &message.content[0] {
+            AssistantContent::Text(t) => assert_eq!(t.text, chunks.concat(), "{api}"),
+            other => panic!("{api}: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn missing_key_and_unknown_api_fail_without_a_request() {
+    let server = MockServer::start().await.unwrap();
+    let no_key = StreamOptions {
+        api_key: None,
+        ..options()
+    };
+    let (_, message) = collect("openai-completions", &server, no_key).await;
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some(
+            "OpenAI API key is required. Set OPENAI_API_KEY environment variable or pass it as an argument."
+        )
+    );
+    let client = http_client();
+    let mut m = model("openai-completions", &server.url());
+    m.api = "bedrock-converse-stream".into();
+    let result = stream(&client, &m, &context(), options()).result().await;
+    assert_eq!(
+        result.error_message.as_deref(),
+        Some("Unsupported API: bedrock-converse-stream")
+    );
+    assert!(server.requests().is_empty());
+}
