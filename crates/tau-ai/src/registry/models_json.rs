@@ -1,0 +1,526 @@
+//! `<agentDir>/models.json`: reading it (with `//` comments and trailing commas), validating it
+//! with pi's error texts, turning it into custom models and overrides, and merging those into
+//! the built-in catalog (tools-resources §7.2).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::auth::ConfigValue;
+use super::schema::validate_models_json;
+use crate::{InputModality, Model, ModelCost, ThinkingLevelMap};
+
+/// Why `models.json` was not used. The `Display` texts are pi's; built-in models stay
+/// available whatever the error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelsJsonError {
+    /// The document does not match the schema; one line per violation.
+    #[error("Invalid models.json schema:\n{}\n\nFile: {file}", format_schema_errors(.errors))]
+    Schema { errors: Vec<String>, file: String },
+    /// The file is not JSON (after comments and trailing commas are stripped).
+    #[error("Failed to parse models.json: {message}\n\nFile: {file}")]
+    Parse { message: String, file: String },
+    /// The file could not be read, or a rule beyond the schema failed.
+    #[error("Failed to load models.json: {message}\n\nFile: {file}")]
+    Load { message: String, file: String },
+}
+
+fn format_schema_errors(errors: &[String]) -> String {
+    if errors.is_empty() {
+        return "Unknown schema error".to_string();
+    }
+    errors
+        .iter()
+        .map(|e| format!("  - {e}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Removes `//` line comments and commas that directly precede `}` or `]` (whitespace
+/// between allowed), leaving string literals untouched.
+pub(crate) fn strip_comments_and_trailing_commas(input: &str) -> String {
+    let without_comments = strip_line_comments(input);
+    strip_trailing_commas(&without_comments)
+}
+
+/// Copies a string literal starting at `chars[start]` (the opening quote) into `out` and
+/// returns the index after it. An unterminated literal runs to the end.
+fn copy_string(chars: &[char], start: usize, out: &mut String) -> usize {
+    out.push(chars[start]);
+    let mut i = start + 1;
+    while i < chars.len() {
+        let c = chars[i];
+        out.push(c);
+        i += 1;
+        if c == '\\' {
+            if let Some(&next) = chars.get(i) {
+                out.push(next);
+                i += 1;
+            }
+        } else if c == '"' {
+            break;
+        }
+    }
+    i
+}
+
+fn strip_line_comments(input: &str) -> String {
+    let chars: Vec<char> = input.chars().collect();
+    let mut out = String::with_capacity(input.len());
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '"' => i = copy_string(&chars, i, &mut out),
+            '/' if chars.get(i + 1) == Some(&'/') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+fn strip_trailing_commas(input: &str) -> String {
+    let chars: Vec<char> = input.chars().collect();
+    let mut out = String::with_capacity(input.len());
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '"' => i = copy_string(&chars, i, &mut out),
+            ',' => {
+                let mut j = i + 1;
+                while j < chars.len() && chars[j].is_whitespace() {
+                    j += 1;
+                }
+                if !matches!(chars.get(j), Some('}' | ']')) {
+                    out.push(',');
+                }
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Request-time settings of one provider from `models.json`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ProviderRequest {
+    pub(crate) api_key: Option<ConfigValue>,
+    pub(crate) headers: Vec<(String, ConfigValue)>,
+    pub(crate) auth_header: bool,
+}
+
+/// Everything `models.json` contributes, ready to merge.
+#[derive(Debug, Default)]
+pub(crate) struct CustomConfig {
+    /// Provider-level `baseUrl`/`compat` applied to every built-in model of the provider.
+    overrides: HashMap<String, (Option<String>, Option<Value>)>,
+    /// `modelOverrides`, per provider, per built-in model id.
+    model_overrides: HashMap<String, HashMap<String, ModelOverride>>,
+    /// Custom models in file order.
+    models: Vec<Model>,
+    pub(crate) requests: HashMap<String, ProviderRequest>,
+    /// Per-model request headers, keyed by (provider, id).
+    pub(crate) model_headers: HashMap<(String, String), Vec<(String, ConfigValue)>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProviderConfig {
+    base_url: Option<String>,
+    api_key: Option<String>,
+    api: Option<String>,
+    headers: Option<Map<String, Value>>,
+    compat: Option<Value>,
+    auth_header: Option<bool>,
+    models: Option<Vec<ModelDefinition>>,
+    model_overrides: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelDefinition {
+    id: String,
+    name: Option<String>,
+    api: Option<String>,
+    base_url: Option<String>,
+    reasoning: Option<bool>,
+    thinking_level_map: Option<ThinkingLevelMap>,
+    input: Option<Vec<InputModality>>,
+    cost: Option<ModelCost>,
+    context_window: Option<f64>,
+    max_tokens: Option<f64>,
+    headers: Option<Map<String, Value>>,
+    compat: Option<Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelOverride {
+    name: Option<String>,
+    reasoning: Option<bool>,
+    thinking_level_map: Option<ThinkingLevelMap>,
+    input: Option<Vec<InputModality>>,
+    cost: Option<PartialCost>,
+    context_window: Option<f64>,
+    max_tokens: Option<f64>,
+    headers: Option<Map<String, Value>>,
+    compat: Option<Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PartialCost {
+    input: Option<f64>,
+    output: Option<f64>,
+    cache_read: Option<f64>,
+    cache_write: Option<f64>,
+}
+
+// JSON numbers arrive as f64; token counts are whole, and the schema has already made sure
+// they are numbers.
+fn tokens(value: f64) -> u64 {
+    value as u64
+}
+
+fn string_headers(headers: &Option<Map<String, Value>>) -> Vec<(String, ConfigValue)> {
+    headers
+        .iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), ConfigValue(v.to_string()))))
+        .collect()
+}
+
+/// Reads and interprets `path`. `Ok(None)` when there is no file.
+pub(crate) fn load(
+    path: &Path,
+    builtins: &[Model],
+) -> Result<Option<CustomConfig>, ModelsJsonError> {
+    let file = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => {
+            return Err(ModelsJsonError::Load {
+                message: err.to_string(),
+                file,
+            });
+        }
+    };
+    parse(&text, &file, builtins).map(Some)
+}
+
+pub(crate) fn parse(
+    text: &str,
+    file: &str,
+    builtins: &[Model],
+) -> Result<CustomConfig, ModelsJsonError> {
+    let value: Value =
+        serde_json::from_str(&strip_comments_and_trailing_commas(text)).map_err(|err| {
+            ModelsJsonError::Parse {
+                message: err.to_string(),
+                file: file.to_string(),
+            }
+        })?;
+    let errors = validate_models_json(&value);
+    if !errors.is_empty() {
+        return Err(ModelsJsonError::Schema {
+            errors,
+            file: file.to_string(),
+        });
+    }
+    let load_error = |message: String| ModelsJsonError::Load {
+        message,
+        file: file.to_string(),
+    };
+
+    let providers = match value.get("providers") {
+        Some(Value::Object(map)) => map.clone(),
+        _ => Map::new(),
+    };
+    let mut configs = Vec::with_capacity(providers.len());
+    for (name, raw) in providers {
+        // The schema has been checked, so this only fails on numbers serde cannot hold.
+        let config: ProviderConfig = serde_json::from_value(raw)
+            .map_err(|err| load_error(format!("Provider {name}: {err}")))?;
+        configs.push((name, config));
+    }
+
+    let builtin_providers: HashSet<&str> = builtins.iter().map(|m| m.provider.as_str()).collect();
+    check_rules(&configs, &builtin_providers).map_err(load_error)?;
+
+    let mut custom = CustomConfig::default();
+    for (name, config) in &configs {
+        if config.base_url.is_some() || config.compat.is_some() {
+            custom.overrides.insert(
+                name.clone(),
+                (config.base_url.clone(), config.compat.clone()),
+            );
+        }
+        let auth_header = config.auth_header.unwrap_or(false);
+        if config.api_key.is_some() || config.headers.is_some() || auth_header {
+            custom.requests.insert(
+                name.clone(),
+                ProviderRequest {
+                    api_key: config.api_key.clone().map(ConfigValue),
+                    headers: string_headers(&config.headers),
+                    auth_header,
+                },
+            );
+        }
+        if let Some(overrides) = &config.model_overrides {
+            let mut parsed = HashMap::new();
+            for (id, raw) in overrides {
+                let o: ModelOverride = serde_json::from_value(raw.clone())
+                    .map_err(|err| load_error(format!("Provider {name}, model {id}: {err}")))?;
+                set_model_headers(&mut custom.model_headers, name, id, &o.headers);
+                parsed.insert(id.clone(), o);
+            }
+            custom.model_overrides.insert(name.clone(), parsed);
+        }
+    }
+
+    for (name, config) in &configs {
+        let defaults = builtins.iter().find(|m| m.provider == *name);
+        for def in config.models.iter().flatten() {
+            let Some(api) = def
+                .api
+                .clone()
+                .or_else(|| config.api.clone())
+                .or_else(|| defaults.map(|m| m.api.clone()))
+            else {
+                continue;
+            };
+            let Some(base_url) = def
+                .base_url
+                .clone()
+                .or_else(|| config.base_url.clone())
+                .or_else(|| defaults.map(|m| m.base_url.clone()))
+            else {
+                continue;
+            };
+            set_model_headers(&mut custom.model_headers, name, &def.id, &def.headers);
+            custom.models.push(Model {
+                id: def.id.clone(),
+                name: def.name.clone().unwrap_or_else(|| def.id.clone()),
+                api,
+                provider: name.clone(),
+                base_url,
+                reasoning: def.reasoning.unwrap_or(false),
+                thinking_level_map: def.thinking_level_map.clone(),
+                input: def
+                    .input
+                    .clone()
+                    .unwrap_or_else(|| vec![InputModality::Text]),
+                cost: def.cost.clone().unwrap_or_default(),
+                context_window: def.context_window.map_or(128_000, tokens),
+                max_tokens: def.max_tokens.map_or(16_384, tokens),
+                headers: None,
+                compat: merge_compat(config.compat.as_ref(), def.compat.as_ref()),
+            });
+        }
+    }
+    Ok(custom)
+}
+
+/// A later definition of the same model's headers replaces an earlier one, and a definition
+/// without headers clears them (pi keeps one header set per model).
+fn set_model_headers(
+    store: &mut HashMap<(String, String), Vec<(String, ConfigValue)>>,
+    provider: &str,
+    id: &str,
+    headers: &Option<Map<String, Value>>,
+) {
+    let key = (provider.to_string(), id.to_string());
+    let headers = string_headers(headers);
+    if headers.is_empty() {
+        store.remove(&key);
+    } else {
+        store.insert(key, headers);
+    }
+}
+
+/// The rules beyond the schema; the first violation wins.
+fn check_rules(
+    configs: &[(String, ProviderConfig)],
+    builtins: &HashSet<&str>,
+) -> Result<(), String> {
+    for (name, config) in configs {
+        let is_builtin = builtins.contains(name.as_str());
+        let models = config.models.as_deref().unwrap_or_default();
+        let has_overrides = config
+            .model_overrides
+            .as_ref()
+            .is_some_and(|o| !o.is_empty());
+        if models.is_empty() {
+            if config.base_url.is_none()
+                && config.headers.is_none()
+                && config.compat.is_none()
+                && !has_overrides
+            {
+                return Err(format!(
+                    "Provider {name}: must specify \"baseUrl\", \"headers\", \"compat\", \"modelOverrides\", or \"models\"."
+                ));
+            }
+        } else if !is_builtin {
+            if config.base_url.is_none() {
+                return Err(format!(
+                    "Provider {name}: \"baseUrl\" is required when defining custom models."
+                ));
+            }
+            if config.api_key.is_none() {
+                return Err(format!(
+                    "Provider {name}: \"apiKey\" is required when defining custom models."
+                ));
+            }
+        }
+        for def in models {
+            if config.api.is_none() && def.api.is_none() && !is_builtin {
+                return Err(format!(
+                    "Provider {name}, model {}: no \"api\" specified. Set at provider or model level.",
+                    def.id
+                ));
+            }
+            if def.context_window.is_some_and(|v| v <= 0.0) {
+                return Err(format!(
+                    "Provider {name}, model {}: invalid contextWindow",
+                    def.id
+                ));
+            }
+            if def.max_tokens.is_some_and(|v| v <= 0.0) {
+                return Err(format!(
+                    "Provider {name}, model {}: invalid maxTokens",
+                    def.id
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Compat keys whose objects merge one level deeper instead of being replaced.
+const DEEP_COMPAT_KEYS: [&str; 3] = [
+    "openRouterRouting",
+    "vercelGatewayRouting",
+    "chatTemplateKwargs",
+];
+
+/// `base` with `over`'s keys on top; the routing objects merge key by key.
+pub(crate) fn merge_compat(base: Option<&Value>, over: Option<&Value>) -> Option<Value> {
+    let Some(over) = over else {
+        return base.cloned();
+    };
+    let (Some(Value::Object(base_map)), Value::Object(over_map)) = (base, over) else {
+        return Some(over.clone());
+    };
+    let mut merged = base_map.clone();
+    for (k, v) in over_map {
+        merged.insert(k.clone(), v.clone());
+    }
+    for key in DEEP_COMPAT_KEYS {
+        if let (Some(Value::Object(b)), Some(Value::Object(o))) =
+            (base_map.get(key), over_map.get(key))
+        {
+            let mut inner = b.clone();
+            for (k, v) in o {
+                inner.insert(k.clone(), v.clone());
+            }
+            merged.insert(key.to_string(), Value::Object(inner));
+        }
+    }
+    Some(Value::Object(merged))
+}
+
+fn apply_override(model: &mut Model, o: &ModelOverride) {
+    if let Some(name) = &o.name {
+        model.name = name.clone();
+    }
+    if let Some(reasoning) = o.reasoning {
+        model.reasoning = reasoning;
+    }
+    if let Some(map) = &o.thinking_level_map {
+        let mut merged = model.thinking_level_map.clone().unwrap_or_default();
+        for (k, v) in map {
+            merged.insert(k.clone(), v.clone());
+        }
+        model.thinking_level_map = Some(merged);
+    }
+    if let Some(input) = &o.input {
+        model.input = input.clone();
+    }
+    if let Some(v) = o.context_window {
+        model.context_window = tokens(v);
+    }
+    if let Some(v) = o.max_tokens {
+        model.max_tokens = tokens(v);
+    }
+    if let Some(cost) = &o.cost {
+        let c = &mut model.cost;
+        c.input = cost.input.unwrap_or(c.input);
+        c.output = cost.output.unwrap_or(c.output);
+        c.cache_read = cost.cache_read.unwrap_or(c.cache_read);
+        c.cache_write = cost.cache_write.unwrap_or(c.cache_write);
+    }
+    model.compat = merge_compat(model.compat.as_ref(), o.compat.as_ref());
+}
+
+/// The built-in models with provider overrides and `modelOverrides` applied, then the custom
+/// models upserted by (provider, id).
+pub(crate) fn merge(
+    builtins: &'static [Model],
+    custom: Option<&CustomConfig>,
+) -> Cow<'static, [Model]> {
+    // Without a models.json the catalog is used as is; copying ~800 models would cost about
+    // as much as parsing them.
+    let Some(custom) = custom else {
+        return Cow::Borrowed(builtins);
+    };
+    let mut models: Vec<Model> = builtins
+        .iter()
+        .map(|builtin| {
+            let mut model = builtin.clone();
+            if let Some((base_url, compat)) = custom.overrides.get(&model.provider) {
+                if let Some(url) = base_url {
+                    model.base_url = url.clone();
+                }
+                model.compat = merge_compat(model.compat.as_ref(), compat.as_ref());
+            }
+            if let Some(o) = custom
+                .model_overrides
+                .get(&model.provider)
+                .and_then(|per_model| per_model.get(&model.id))
+            {
+                apply_override(&mut model, o);
+            }
+            model
+        })
+        .collect();
+    let mut index: HashMap<(String, String), usize> = models
+        .iter()
+        .enumerate()
+        .map(|(i, m)| ((m.provider.clone(), m.id.clone()), i))
+        .collect();
+    for model in &custom.models {
+        let key = (model.provider.clone(), model.id.clone());
+        match index.get(&key) {
+            Some(&i) => models[i] = model.clone(),
+            None => {
+                index.insert(key, models.len());
+                models.push(model.clone());
+            }
+        }
+    }
+    Cow::Owned(models)
+}
