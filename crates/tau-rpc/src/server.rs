@@ -15,8 +15,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::framing::LineReader;
 use crate::parse::{Inbound, parse_line};
 use crate::wire::{
-    HostToolsData, LastAssistantTextData, MessagesData, QueueData, Ready, Response, RpcCommand,
-    RpcSessionState, TodosData,
+    CycleModelData, HostToolsData, LastAssistantTextData, MessagesData, ModelsData, QueueData,
+    Ready, Response, RpcCommand, RpcSessionState, ThinkingLevelData, ThinkingLevelsData, TodosData,
 };
 
 /// Capacity of the queue to the stdout writer, in records.
@@ -85,6 +85,44 @@ impl RpcServer {
                     text: session.last_assistant_text(),
                 },
             ),
+            RpcCommand::SetModel(c) => match session.set_model(&c.provider, &c.model_id).await {
+                Ok(model) => ok(id, name, &model),
+                Err(err) => fail(id, name, err),
+            },
+            RpcCommand::CycleModel(_) => {
+                let cycled =
+                    session
+                        .cycle_model()
+                        .await
+                        .map(|(model, thinking_level, is_scoped)| CycleModelData {
+                            model,
+                            thinking_level,
+                            is_scoped,
+                        });
+                ok(id, name, &cycled)
+            }
+            RpcCommand::GetAvailableModels(_) => ok(
+                id,
+                name,
+                &ModelsData {
+                    models: session.available_models(),
+                },
+            ),
+            RpcCommand::SetThinkingLevel(c) => {
+                session.set_thinking_level(c.level).await;
+                done(id, name)
+            }
+            RpcCommand::CycleThinkingLevel(_) => {
+                let level = session.cycle_thinking_level().await;
+                ok(id, name, &level.map(|level| ThinkingLevelData { level }))
+            }
+            RpcCommand::GetAvailableThinkingLevels(_) => ok(
+                id,
+                name,
+                &ThinkingLevelsData {
+                    levels: session.available_thinking_levels(),
+                },
+            ),
             RpcCommand::SetSteeringMode(c) => {
                 session.set_steering_mode(c.mode);
                 done(id, name)
@@ -144,12 +182,6 @@ impl RpcServer {
             | RpcCommand::FollowUp(_)
             | RpcCommand::AbortAndPrompt(_)
             | RpcCommand::NewSession(_)
-            | RpcCommand::SetModel(_)
-            | RpcCommand::CycleModel(_)
-            | RpcCommand::GetAvailableModels(_)
-            | RpcCommand::SetThinkingLevel(_)
-            | RpcCommand::CycleThinkingLevel(_)
-            | RpcCommand::GetAvailableThinkingLevels(_)
             | RpcCommand::Compact(_)
             | RpcCommand::Bash(_)
             | RpcCommand::GetSessionStats(_)

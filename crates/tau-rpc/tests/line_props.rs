@@ -127,8 +127,18 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
             thinking: None,
             provider: None,
             model_pattern: None,
+            models_scope: Vec::new(),
+            api_key: None,
         };
-        let session = AgentSession::new(config, Settings::default(), sink.clone());
+        let registry = tau_ai::registry::Registry::new(dir.path(), |_| None);
+        let startup = tau_session::StartupModel {
+            model: None,
+            thinking_level: tau_ai::ThinkingLevel::Off,
+            scope: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let session =
+            AgentSession::new(config, Settings::default(), registry, startup, sink.clone());
         let mut server = RpcServer::new(session, sink);
         for line in LineReader::new(input) {
             server.handle_line(&line.unwrap()).await;

@@ -4,6 +4,7 @@
 
 mod events;
 mod host_tools;
+pub mod models;
 mod outbound;
 pub mod paths;
 mod session;
@@ -12,6 +13,7 @@ mod todos;
 
 pub use events::{CompactionReason, CompactionResult, SessionEvent, TodoReminderItem};
 pub use host_tools::{HostToolDefinition, HostToolError, HostToolRegistry, RegisteredHostTool};
+pub use models::{StartupModel, resolve_startup_model};
 pub use outbound::{EventSink, Outbound};
 pub use session::{AgentSession, SessionConfig, SessionError};
 pub use settings::Settings;

@@ -3,11 +3,13 @@
 use std::path::PathBuf;
 
 use tau_agent::{AgentMessage, InterruptMode, QueueMode};
+use tau_ai::registry::{Registry, ScopedModel};
 use tau_ai::{Model, ThinkingLevel, clamp_thinking_level};
 
+use crate::models::supported_levels;
 use crate::{
     BUILTIN_TOOL_NAMES, EventSink, HostToolDefinition, HostToolError, HostToolRegistry,
-    SessionEvent, Settings, TodoPhase, paths,
+    SessionEvent, Settings, StartupModel, TodoPhase, paths,
 };
 
 /// How a session is set up at startup (from the command line and the environment).
@@ -21,12 +23,16 @@ pub struct SessionConfig {
     pub no_session: bool,
     /// `--name`: initial display name (already checked non-empty).
     pub name: Option<String>,
-    /// `--thinking` (or a `:level` suffix on `--model`).
+    /// `--thinking`.
     pub thinking: Option<ThinkingLevel>,
     /// `--provider`, for resolving `model_pattern`.
     pub provider: Option<String>,
-    /// `--model` without its thinking suffix; resolved once the model registry exists.
+    /// `--model` as given (`provider/id`, patterns, a `:level` suffix).
     pub model_pattern: Option<String>,
+    /// `--models`: the scope `cycle_model` cycles through (else settings `enabledModels`).
+    pub models_scope: Vec<String>,
+    /// `--api-key`, bound to the provider of the resolved model.
+    pub api_key: Option<String>,
 }
 
 /// Errors of session operations; the text is what the RPC client sees.
@@ -34,6 +40,9 @@ pub struct SessionConfig {
 pub enum SessionError {
     #[error("Session name cannot be empty")]
     EmptySessionName,
+    /// `set_model` named a model that does not exist or has no credentials.
+    #[error("Model not found: {provider}/{id}")]
+    ModelNotFound { provider: String, id: String },
     #[error(transparent)]
     HostTool(#[from] HostToolError),
 }
@@ -43,6 +52,9 @@ pub enum SessionError {
 pub struct AgentSession {
     settings: Settings,
     events: EventSink,
+    registry: Registry,
+    /// `--models` / `enabledModels`, for `cycle_model`.
+    scope: Vec<ScopedModel>,
     session_id: String,
     session_file: Option<PathBuf>,
     session_name: Option<String>,
@@ -61,9 +73,15 @@ pub struct AgentSession {
 }
 
 impl AgentSession {
-    /// Creates a fresh session. The session file is only named here; like pi, tau writes it
-    /// once there is something worth keeping.
-    pub fn new(config: SessionConfig, settings: Settings, events: EventSink) -> Self {
+    /// Creates a fresh session starting on `startup`'s model. The session file is only named
+    /// here; like pi, tau writes it once there is something worth keeping.
+    pub fn new(
+        config: SessionConfig,
+        settings: Settings,
+        registry: Registry,
+        startup: StartupModel,
+        events: EventSink,
+    ) -> Self {
         let session_id = uuid::Uuid::now_v7().to_string();
         let session_file = (!config.no_session).then(|| {
             let dir = config
@@ -76,11 +94,6 @@ impl AgentSession {
                 &session_id,
             ))
         });
-        let model: Option<Model> = None;
-        let requested = config
-            .thinking
-            .unwrap_or_else(|| settings.default_thinking_level());
-        let thinking_level = effective_thinking_level(model.as_ref(), requested);
         Self {
             steering_mode: settings.steering_mode(),
             follow_up_mode: settings.follow_up_mode(),
@@ -89,11 +102,13 @@ impl AgentSession {
             auto_retry: settings.retry_enabled(),
             settings,
             events,
+            registry,
+            scope: startup.scope,
             session_id,
             session_file,
             session_name: config.name,
-            model,
-            thinking_level,
+            model: startup.model,
+            thinking_level: startup.thinking_level,
             messages: Vec::new(),
             steering_queue: Vec::new(),
             follow_up_queue: Vec::new(),
@@ -116,6 +131,9 @@ impl AgentSession {
     }
     pub fn model(&self) -> Option<&Model> {
         self.model.as_ref()
+    }
+    pub fn registry(&self) -> &Registry {
+        &self.registry
     }
     pub fn thinking_level(&self) -> ThinkingLevel {
         self.thinking_level
@@ -253,15 +271,105 @@ impl AgentSession {
             _ => None,
         })?
     }
-}
 
-fn supported_levels(model: Option<&Model>) -> Vec<ThinkingLevel> {
-    model.map_or_else(
-        || vec![ThinkingLevel::Off],
-        Model::supported_thinking_levels,
-    )
-}
+    /// Models whose provider has credentials, in registry order.
+    pub fn available_models(&self) -> Vec<Model> {
+        self.registry
+            .available_models()
+            .into_iter()
+            .cloned()
+            .collect()
+    }
 
-fn effective_thinking_level(model: Option<&Model>, requested: ThinkingLevel) -> ThinkingLevel {
-    clamp_thinking_level(requested, &supported_levels(model))
+    /// Switches to `provider/id` (only models with credentials count) and re-applies the
+    /// thinking level. Session-local: settings are not rewritten (decision 12).
+    pub async fn set_model(&mut self, provider: &str, id: &str) -> Result<Model, SessionError> {
+        let model = self.registry.find(provider, id).cloned().ok_or_else(|| {
+            SessionError::ModelNotFound {
+                provider: provider.to_string(),
+                id: id.to_string(),
+            }
+        })?;
+        self.switch_model(model.clone(), None).await;
+        Ok(model)
+    }
+
+    /// The next model of the scope (when one is set) or of all available models; `None` when
+    /// there are fewer than two to choose from.
+    pub async fn cycle_model(&mut self) -> Option<(Model, ThinkingLevel, bool)> {
+        let scoped: Vec<ScopedModel> = self
+            .scope
+            .iter()
+            .filter(|s| self.registry.has_auth(&s.model.provider))
+            .cloned()
+            .collect();
+        let is_scoped = !self.scope.is_empty();
+        let candidates: Vec<ScopedModel> = if is_scoped {
+            scoped
+        } else {
+            self.available_models()
+                .into_iter()
+                .map(|model| ScopedModel {
+                    model,
+                    thinking_level: None,
+                })
+                .collect()
+        };
+        if candidates.len() < 2 {
+            return None;
+        }
+        let current = self.model.as_ref().and_then(|m| {
+            candidates
+                .iter()
+                .position(|c| c.model.provider == m.provider && c.model.id == m.id)
+        });
+        let next = candidates[(current.unwrap_or(0) + 1) % candidates.len()].clone();
+        self.switch_model(next.model.clone(), next.thinking_level)
+            .await;
+        Some((next.model, self.thinking_level, is_scoped))
+    }
+
+    async fn switch_model(&mut self, model: Model, level: Option<ThinkingLevel>) {
+        let previous_reasons = self.model.as_ref().is_some_and(|m| m.reasoning);
+        let requested = level.unwrap_or_else(|| {
+            if previous_reasons {
+                self.thinking_level
+            } else {
+                self.settings.default_thinking_level()
+            }
+        });
+        self.model = Some(model);
+        self.apply_thinking_level(requested).await;
+    }
+
+    /// Sets the thinking level, clamped to the model; `thinking_level_changed` is emitted when
+    /// the effective level changes.
+    pub async fn set_thinking_level(&mut self, level: ThinkingLevel) {
+        self.apply_thinking_level(level).await;
+    }
+
+    /// The next supported level (wrapping); `None` for a model without reasoning.
+    pub async fn cycle_thinking_level(&mut self) -> Option<ThinkingLevel> {
+        if !self.model.as_ref().is_some_and(|m| m.reasoning) {
+            return None;
+        }
+        let levels = self.available_thinking_levels();
+        let current = levels
+            .iter()
+            .position(|l| *l == self.thinking_level)
+            .unwrap_or(0);
+        let next = *levels.get((current + 1) % levels.len().max(1))?;
+        self.apply_thinking_level(next).await;
+        Some(self.thinking_level)
+    }
+
+    async fn apply_thinking_level(&mut self, requested: ThinkingLevel) {
+        let effective = clamp_thinking_level(requested, &supported_levels(self.model.as_ref()));
+        if effective != self.thinking_level {
+            self.thinking_level = effective;
+            self.events
+                .emit(SessionEvent::ThinkingLevelChanged { level: effective })
+                .await;
+        }
+    }
 }

@@ -112,12 +112,15 @@ impl TauBuilder {
             }
         }
         let mut command = Command::new(&self.bin);
+        // A clean environment: provider keys or settings of the machine running the tests
+        // must not change what tau does.
         command
             .args(&self.args)
             .current_dir(cwd.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", home.path())
             .env("TAU_AGENT_DIR", agent_dir.path())
-            .env_remove("TAU_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -420,6 +423,8 @@ pub fn run_once(bin: &Path, args: &[&str], stdin: &[u8]) -> (ExitStatus, Vec<u8>
     let mut child = Command::new(bin)
         .args(args)
         .current_dir(home.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home.path())
         .env("TAU_AGENT_DIR", agent_dir.path())
         .stdin(Stdio::piped())

@@ -144,34 +144,6 @@ pub struct Cli {
     pub messages: Vec<String>,
 }
 
-/// The parsed `--model` value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelPattern {
-    /// The pattern without a thinking suffix; may be `provider/id`.
-    pub pattern: String,
-    /// A valid `:<level>` suffix, removed from `pattern`.
-    pub thinking: Option<ThinkingLevel>,
-}
-
-impl ModelPattern {
-    /// Splits off a trailing `:<level>` when it names a thinking level; any other colon
-    /// belongs to the id (local models are often called `name:tag`).
-    pub fn parse(raw: &str) -> Self {
-        if let Some((pattern, suffix)) = raw.rsplit_once(':')
-            && let Ok(level) = suffix.parse::<ThinkingLevel>()
-        {
-            return Self {
-                pattern: pattern.to_string(),
-                thinking: Some(level),
-            };
-        }
-        Self {
-            pattern: raw.to_string(),
-            thinking: None,
-        }
-    }
-}
-
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Invocation {
@@ -185,8 +157,7 @@ pub enum Invocation {
 #[derive(Debug)]
 pub struct RpcOptions {
     pub cli: Cli,
-    pub model: Option<ModelPattern>,
-    /// `--thinking`, else the `--model` suffix.
+    /// `--thinking` (a `:level` suffix of `--model` is applied when the model resolves).
     pub thinking: Option<ThinkingLevel>,
     /// `--name`, trimmed.
     pub name: Option<String>,
@@ -246,12 +217,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Str
         Some("") => return Err("--name requires a non-empty value".to_string()),
         other => other.map(str::to_string),
     };
-    let model = cli.model.as_deref().map(ModelPattern::parse);
-    let explicit_thinking = match cli.thinking.as_deref() {
+    let thinking = match cli.thinking.as_deref() {
         Some(raw) => Some(raw.parse::<ThinkingLevel>().map_err(|e| e.to_string())?),
         None => None,
     };
-    let thinking = explicit_thinking.or(model.as_ref().and_then(|m| m.thinking));
     let session_choices = [
         cli.session.is_some(),
         cli.r#continue,
@@ -267,7 +236,6 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Str
     }
     Ok(Invocation::Rpc(Box::new(RpcOptions {
         cli,
-        model,
         thinking,
         name,
     })))
@@ -309,16 +277,7 @@ mod tests {
     }
 
     #[test]
-    fn model_suffix_and_explicit_thinking() {
-        let o = rpc(&["--mode", "rpc", "--model", "anthropic/claude-sonnet-4:high"]);
-        assert_eq!(
-            o.model,
-            Some(ModelPattern {
-                pattern: "anthropic/claude-sonnet-4".into(),
-                thinking: Some(ThinkingLevel::High)
-            })
-        );
-        assert_eq!(o.thinking, Some(ThinkingLevel::High));
+    fn explicit_thinking_is_parsed() {
         let o = rpc(&[
             "--mode",
             "rpc",
@@ -328,8 +287,7 @@ mod tests {
             "low",
         ]);
         assert_eq!(o.thinking, Some(ThinkingLevel::Low));
-        let o = rpc(&["--mode", "rpc", "--model", "llama3:8b"]);
-        assert_eq!(o.model.map(|m| m.pattern), Some("llama3:8b".to_string()));
+        assert_eq!(o.cli.model.as_deref(), Some("sonnet:high"));
     }
 
     #[test]

@@ -7,8 +7,9 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use tau_ai::registry::Registry;
 use tau_rpc::ExitReason;
-use tau_session::{AgentSession, SessionConfig, Settings, paths};
+use tau_session::{AgentSession, SessionConfig, Settings, paths, resolve_startup_model};
 
 use crate::cli::{Invocation, RpcOptions};
 
@@ -78,9 +79,17 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         name: options.name,
         thinking: options.thinking,
         provider: options.cli.provider.clone(),
-        model_pattern: options.model.map(|m| m.pattern),
+        model_pattern: options.cli.model.clone(),
+        models_scope: options.cli.models.clone(),
+        api_key: options.cli.api_key.clone(),
     };
     let settings = Settings::load(&agent_dir, &cwd);
+    let mut registry = Registry::from_process_env(&agent_dir);
+    let startup = resolve_startup_model(&mut registry, &config, &settings)
+        .map_err(|message| anyhow::anyhow!(message))?;
+    for warning in &startup.warnings {
+        tracing::warn!("{warning}");
+    }
 
     let protocol_out = take_over_stdout()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -97,7 +106,7 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         io::stdin(),
         protocol_out,
         env!("CARGO_PKG_VERSION"),
-        |sink| AgentSession::new(config, settings, sink),
+        |sink| AgentSession::new(config, settings, registry, startup, sink),
         signals.first(),
     ));
     // The stdin reader thread may still be blocked in read(); do not wait for it.

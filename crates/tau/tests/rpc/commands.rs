@@ -13,6 +13,8 @@ enum Expect {
     Works,
     /// `success:false`, `Not implemented yet: <type>`.
     NotYet,
+    /// `success:false` with this error.
+    Fails(&'static str),
 }
 
 fn all_commands() -> Vec<(Value, Expect)> {
@@ -41,16 +43,16 @@ fn all_commands() -> Vec<(Value, Expect)> {
         (json!({"type": "get_messages"}), Works),
         (
             json!({"type": "set_model", "provider": "anthropic", "modelId": "claude-sonnet-4-5"}),
-            NotYet,
+            Fails("Model not found: anthropic/claude-sonnet-4-5"),
         ),
-        (json!({"type": "cycle_model"}), NotYet),
-        (json!({"type": "get_available_models"}), NotYet),
+        (json!({"type": "cycle_model"}), Works),
+        (json!({"type": "get_available_models"}), Works),
         (
             json!({"type": "set_thinking_level", "level": "high"}),
-            NotYet,
+            Works,
         ),
-        (json!({"type": "cycle_thinking_level"}), NotYet),
-        (json!({"type": "get_available_thinking_levels"}), NotYet),
+        (json!({"type": "cycle_thinking_level"}), Works),
+        (json!({"type": "get_available_thinking_levels"}), Works),
         (json!({"type": "set_steering_mode", "mode": "all"}), Works),
         (json!({"type": "set_follow_up_mode", "mode": "all"}), Works),
         (
@@ -115,6 +117,10 @@ fn every_command_is_answered_once_with_its_id() {
         assert_eq!(r["command"], kind);
         match expect {
             Expect::Works => assert_eq!(r["success"], true, "{kind}: {r}"),
+            Expect::Fails(error) => {
+                assert_eq!(r["success"], false, "{kind}: {r}");
+                assert_eq!(r["error"], *error);
+            }
             Expect::NotYet => {
                 assert_eq!(r["success"], false, "{kind}: {r}");
                 assert_eq!(r["error"], format!("Not implemented yet: {kind}"));

@@ -11,6 +11,7 @@ mod cli;
 mod commands;
 mod framing;
 mod lifecycle;
+mod models;
 mod state;
 
 use tau_test_kit::{Tau, TauBuilder};
