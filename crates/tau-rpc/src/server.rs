@@ -9,14 +9,16 @@ use std::io::{BufReader, Read, Write};
 
 use serde::Serialize;
 use serde_json::Value;
-use tau_session::{AgentSession, EventSink, Outbound};
+use tau_ai::ImageContent;
+use tau_session::{AgentSession, EventSink, Outbound, PromptOutcome, QueueAs};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::framing::LineReader;
 use crate::parse::{Inbound, parse_line};
 use crate::wire::{
-    CycleModelData, HostToolsData, LastAssistantTextData, MessagesData, ModelsData, QueueData,
-    Ready, Response, RpcCommand, RpcSessionState, ThinkingLevelData, ThinkingLevelsData, TodosData,
+    CycleModelData, Disposition, HostToolsData, LastAssistantTextData, MessagesData, ModelsData,
+    PromptData, QueueData, Ready, Response, RpcCommand, RpcSessionState, StreamingBehavior,
+    ThinkingLevelData, ThinkingLevelsData, TodosData,
 };
 
 /// Capacity of the queue to the stdout writer, in records.
@@ -54,8 +56,9 @@ impl RpcServer {
     pub async fn handle_line(&mut self, line: &[u8]) {
         match parse_line(line) {
             Inbound::Command { id, command } => {
-                let reply = self.dispatch(id, command).await;
-                self.sink.emit_line(reply).await;
+                if let Some(reply) = self.dispatch(id, command).await {
+                    self.sink.emit_line(reply).await;
+                }
             }
             Inbound::Rejected(response) => self.sink.emit_line(response.to_line()).await,
             // No dialog or host-tool call can be pending before extensions and the agent loop
@@ -65,17 +68,103 @@ impl RpcServer {
         }
     }
 
-    /// Runs one command and returns its response line.
-    async fn dispatch(&mut self, id: Option<Value>, command: RpcCommand) -> Vec<u8> {
+    /// Finishes pending work after stdin closed: the active run ends on its own.
+    pub async fn finish(&mut self) {
+        self.session.wait_idle().await;
+    }
+
+    /// Stops for a signal: the active run is aborted (its closing events are still written).
+    pub async fn stop(&mut self) {
+        self.session.abort().await;
+    }
+
+    /// Accepts a prompt; when it starts a run, the response is written before the run's first
+    /// event, so this writes it itself and returns `None`.
+    async fn prompt(
+        &mut self,
+        id: Option<Value>,
+        name: &str,
+        text: &str,
+        images: Option<Vec<ImageContent>>,
+        queue_as: Option<QueueAs>,
+    ) -> Option<Vec<u8>> {
+        let images = images.unwrap_or_default();
+        match self.session.prompt(text, images, queue_as).await {
+            Err(err) => Some(fail(id, name, err)),
+            Ok(PromptOutcome::Queued) => Some(ok(
+                id,
+                name,
+                &PromptData {
+                    disposition: Disposition::Queued,
+                },
+            )),
+            Ok(PromptOutcome::Start(launch)) => {
+                self.sink
+                    .emit_line(ok(
+                        id,
+                        name,
+                        &PromptData {
+                            disposition: Disposition::Started,
+                        },
+                    ))
+                    .await;
+                self.session.launch(*launch);
+                None
+            }
+        }
+    }
+
+    /// Runs one command and returns its response line (`None` when already written).
+    async fn dispatch(&mut self, id: Option<Value>, command: RpcCommand) -> Option<Vec<u8>> {
+        let name = command.name();
+        match command {
+            RpcCommand::Prompt(c) => {
+                let queue_as = c.streaming_behavior.map(|b| match b {
+                    StreamingBehavior::Steer => QueueAs::Steer,
+                    StreamingBehavior::FollowUp => QueueAs::FollowUp,
+                });
+                self.prompt(id, name, &c.message, c.images, queue_as).await
+            }
+            RpcCommand::AbortAndPrompt(c) => {
+                self.session.abort().await;
+                self.prompt(id, name, &c.message, c.images, None).await
+            }
+            other => Some(self.dispatch_simple(id, other).await),
+        }
+    }
+
+    /// Commands answered by one response line.
+    async fn dispatch_simple(&mut self, id: Option<Value>, command: RpcCommand) -> Vec<u8> {
         let name = command.name();
         let session = &mut self.session;
         match command {
+            RpcCommand::Steer(c) | RpcCommand::FollowUp(c) => {
+                let queue_as = if name == "steer" {
+                    QueueAs::Steer
+                } else {
+                    QueueAs::FollowUp
+                };
+                session
+                    .enqueue(queue_as, &c.message, c.images.unwrap_or_default())
+                    .await;
+                ok(
+                    id,
+                    name,
+                    &PromptData {
+                        disposition: Disposition::Queued,
+                    },
+                )
+            }
+            RpcCommand::Abort(_) => {
+                session.abort().await;
+                done(id, name)
+            }
             RpcCommand::GetState(_) => ok(id, name, &state_of(session)),
             RpcCommand::GetMessages(_) => ok(
                 id,
                 name,
                 &MessagesData {
-                    messages: session.messages().to_vec(),
+                    messages: session.messages(),
                 },
             ),
             RpcCommand::GetLastAssistantText(_) => ok(
@@ -172,16 +261,13 @@ impl RpcServer {
                 Ok(tool_names) => ok(id, name, &HostToolsData { tool_names }),
                 Err(err) => fail(id, name, err),
             },
-            // Nothing of these can be in flight before the agent loop, retry and the bash
-            // command exist, so there is nothing to stop: pi answers success in that case.
-            RpcCommand::Abort(_) | RpcCommand::AbortRetry(_) | RpcCommand::AbortBash(_) => {
-                done(id, name)
+            // Nothing of these can be in flight before retry and the bash command exist, so
+            // there is nothing to stop: pi answers success in that case.
+            RpcCommand::AbortRetry(_) | RpcCommand::AbortBash(_) => done(id, name),
+            RpcCommand::Prompt(_) | RpcCommand::AbortAndPrompt(_) => {
+                fail(id, name, "prompts are dispatched before this point")
             }
-            RpcCommand::Prompt(_)
-            | RpcCommand::Steer(_)
-            | RpcCommand::FollowUp(_)
-            | RpcCommand::AbortAndPrompt(_)
-            | RpcCommand::NewSession(_)
+            RpcCommand::NewSession(_)
             | RpcCommand::Compact(_)
             | RpcCommand::Bash(_)
             | RpcCommand::GetSessionStats(_)
@@ -219,7 +305,7 @@ fn state_of(session: &AgentSession) -> RpcSessionState {
         session_name: session.session_name().map(str::to_string),
         auto_compaction_enabled: session.auto_compaction_enabled(),
         auto_retry_enabled: session.auto_retry_enabled(),
-        message_count: session.messages().len(),
+        message_count: session.message_count(),
         pending_message_count: session.pending_message_count(),
         queued_message_count: session.queued_message_count(),
         todo_phases: session.todo_phases().to_vec(),
@@ -310,6 +396,11 @@ where
         }
     };
 
+    match reason {
+        ExitReason::InputClosed => server.finish().await,
+        ExitReason::Signal(_) => server.stop().await,
+        ExitReason::OutputFailed => {}
+    }
     // Closing the last sender lets the writer drain what is queued and flush.
     drop(server);
     let flushed = tokio::task::spawn_blocking(move || writer.join()).await;

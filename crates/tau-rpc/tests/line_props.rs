@@ -129,6 +129,8 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
             model_pattern: None,
             models_scope: Vec::new(),
             api_key: None,
+            system_prompt: None,
+            append_system_prompt: Vec::new(),
         };
         let registry = tau_ai::registry::Registry::new(dir.path(), |_| None);
         let startup = tau_session::StartupModel {

@@ -2,6 +2,7 @@
 //! queue and interrupt modes, todos, host tools, and the outbound event sink. The session
 //! store, compaction, retry and resources join it in later issues.
 
+mod conversation;
 mod events;
 mod host_tools;
 pub mod models;
@@ -15,7 +16,7 @@ pub use events::{CompactionReason, CompactionResult, SessionEvent, TodoReminderI
 pub use host_tools::{HostToolDefinition, HostToolError, HostToolRegistry, RegisteredHostTool};
 pub use models::{StartupModel, resolve_startup_model};
 pub use outbound::{EventSink, Outbound};
-pub use session::{AgentSession, SessionConfig, SessionError};
+pub use session::{AgentSession, Launch, PromptOutcome, QueueAs, SessionConfig, SessionError};
 pub use settings::Settings;
 pub use todos::{TodoItem, TodoPhase, TodoStatus};
 

@@ -1,11 +1,16 @@
-//! [`AgentSession`]: the state of one conversation and the operations on it that exist so far.
+//! [`AgentSession`]: one conversation, its settings and model, and the runs that stream in it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use tau_agent::{AgentMessage, InterruptMode, QueueMode};
+use tau_agent::{AgentMessage, InterruptMode, QueueMode, RunSpec};
+use tau_ai::provider::{CancellationToken, HttpClient, StreamOptions};
 use tau_ai::registry::{Registry, ScopedModel};
+use tau_ai::{ImageContent, TextContent, UserContent, UserContentBlock, UserMessage};
 use tau_ai::{Model, ThinkingLevel, clamp_thinking_level};
+use tokio::task::JoinHandle;
 
+use crate::conversation::{Conversation, Host, Queued};
 use crate::models::supported_levels;
 use crate::{
     BUILTIN_TOOL_NAMES, EventSink, HostToolDefinition, HostToolError, HostToolRegistry,
@@ -33,6 +38,10 @@ pub struct SessionConfig {
     pub models_scope: Vec<String>,
     /// `--api-key`, bound to the provider of the resolved model.
     pub api_key: Option<String>,
+    /// `--system-prompt` (text, or a file holding it).
+    pub system_prompt: Option<String>,
+    /// `--append-system-prompt` (texts or files).
+    pub append_system_prompt: Vec<String>,
 }
 
 /// Errors of session operations; the text is what the RPC client sees.
@@ -45,6 +54,49 @@ pub enum SessionError {
     ModelNotFound { provider: String, id: String },
     #[error(transparent)]
     HostTool(#[from] HostToolError),
+    /// A prompt without `streamingBehavior` while a run streams (pi's text).
+    #[error(
+        "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+    )]
+    Busy,
+    /// No key for the model's provider.
+    #[error(
+        "No API key found for {0}.\n\nSet the provider's API key environment variable, add it to auth.json, or pass --api-key together with --model."
+    )]
+    NoApiKey(String),
+    /// A configured key could not be produced (a failing `!command`, an OAuth entry, …).
+    #[error("{0}")]
+    Credentials(String),
+}
+
+/// How a prompt that arrives during a run is queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueAs {
+    Steer,
+    FollowUp,
+}
+
+/// What became of an accepted prompt.
+#[derive(Debug)]
+pub enum PromptOutcome {
+    /// Queued behind the active run.
+    Queued,
+    /// Ready to run: answer the prompt, then pass this to [`AgentSession::launch`] (so that
+    /// the response is written before `agent_start`).
+    Start(Box<Launch>),
+}
+
+/// A run that has been accepted but not started.
+#[derive(Debug)]
+pub struct Launch {
+    prompt: AgentMessage,
+}
+
+/// The run in progress.
+#[derive(Debug)]
+struct ActiveRun {
+    cancel: CancellationToken,
+    handle: JoinHandle<()>,
 }
 
 /// One conversation.
@@ -52,7 +104,11 @@ pub enum SessionError {
 pub struct AgentSession {
     settings: Settings,
     events: EventSink,
+    config: SessionConfig,
     registry: Registry,
+    client: Option<HttpClient>,
+    conversation: Arc<Conversation>,
+    active: Option<ActiveRun>,
     /// `--models` / `enabledModels`, for `cycle_model`.
     scope: Vec<ScopedModel>,
     session_id: String,
@@ -60,14 +116,9 @@ pub struct AgentSession {
     session_name: Option<String>,
     model: Option<Model>,
     thinking_level: ThinkingLevel,
-    steering_mode: QueueMode,
-    follow_up_mode: QueueMode,
     interrupt_mode: InterruptMode,
     auto_compaction: bool,
     auto_retry: bool,
-    messages: Vec<AgentMessage>,
-    steering_queue: Vec<String>,
-    follow_up_queue: Vec<String>,
     todo_phases: Vec<TodoPhase>,
     host_tools: HostToolRegistry,
 }
@@ -94,9 +145,16 @@ impl AgentSession {
                 &session_id,
             ))
         });
+        let conversation = Arc::new(Conversation::default());
+        {
+            let mut state = conversation.lock();
+            state.steering_mode = settings.steering_mode();
+            state.follow_up_mode = settings.follow_up_mode();
+        }
         Self {
-            steering_mode: settings.steering_mode(),
-            follow_up_mode: settings.follow_up_mode(),
+            conversation,
+            client: None,
+            active: None,
             interrupt_mode: settings.interrupt_mode(),
             auto_compaction: settings.compaction_enabled(),
             auto_retry: settings.retry_enabled(),
@@ -106,12 +164,10 @@ impl AgentSession {
             scope: startup.scope,
             session_id,
             session_file,
-            session_name: config.name,
+            session_name: config.name.clone(),
+            config,
             model: startup.model,
             thinking_level: startup.thinking_level,
-            messages: Vec::new(),
-            steering_queue: Vec::new(),
-            follow_up_queue: Vec::new(),
             todo_phases: Vec::new(),
             host_tools: HostToolRegistry::default(),
         }
@@ -143,10 +199,10 @@ impl AgentSession {
         supported_levels(self.model.as_ref())
     }
     pub fn steering_mode(&self) -> QueueMode {
-        self.steering_mode
+        self.conversation.lock().steering_mode
     }
     pub fn follow_up_mode(&self) -> QueueMode {
-        self.follow_up_mode
+        self.conversation.lock().follow_up_mode
     }
     pub fn interrupt_mode(&self) -> InterruptMode {
         self.interrupt_mode
@@ -157,27 +213,28 @@ impl AgentSession {
     pub fn auto_retry_enabled(&self) -> bool {
         self.auto_retry
     }
-    /// True while an agent run is active (runs arrive with the agent-loop issue).
+    /// True from the moment a prompt is accepted until its run has ended.
     pub fn is_streaming(&self) -> bool {
-        false
+        self.active
+            .as_ref()
+            .is_some_and(|run| !run.handle.is_finished())
     }
     /// True while a compaction runs (compaction arrives with its own issue).
     pub fn is_compacting(&self) -> bool {
         false
     }
-    /// The in-memory LLM context.
-    pub fn messages(&self) -> &[AgentMessage] {
-        &self.messages
+    /// The in-memory context.
+    pub fn messages(&self) -> Vec<AgentMessage> {
+        self.conversation.lock().messages.clone()
     }
-    pub fn steering_queue(&self) -> &[String] {
-        &self.steering_queue
-    }
-    pub fn follow_up_queue(&self) -> &[String] {
-        &self.follow_up_queue
+    /// How many messages the context holds.
+    pub fn message_count(&self) -> usize {
+        self.conversation.lock().messages.len()
     }
     /// Queued steering plus follow-up messages (pi's `pendingMessageCount`).
     pub fn pending_message_count(&self) -> usize {
-        self.steering_queue.len() + self.follow_up_queue.len()
+        let state = self.conversation.lock();
+        state.steering.len() + state.follow_up.len()
     }
     /// xcsh's `queuedMessageCount`: the pending messages plus hidden next-turn messages,
     /// of which tau has none yet.
@@ -192,10 +249,10 @@ impl AgentSession {
     }
 
     pub fn set_steering_mode(&mut self, mode: QueueMode) {
-        self.steering_mode = mode;
+        self.conversation.lock().steering_mode = mode;
     }
     pub fn set_follow_up_mode(&mut self, mode: QueueMode) {
-        self.follow_up_mode = mode;
+        self.conversation.lock().follow_up_mode = mode;
     }
     pub fn set_interrupt_mode(&mut self, mode: InterruptMode) {
         self.interrupt_mode = mode;
@@ -224,8 +281,13 @@ impl AgentSession {
 
     /// Empties both queues and returns what they held (`clear_queue`).
     pub async fn clear_queues(&mut self) -> (Vec<String>, Vec<String>) {
-        let steering = std::mem::take(&mut self.steering_queue);
-        let follow_up = std::mem::take(&mut self.follow_up_queue);
+        let (steering, follow_up): (Vec<String>, Vec<String>) = {
+            let mut state = self.conversation.lock();
+            (
+                state.steering.drain(..).map(|q| q.text).collect(),
+                state.follow_up.drain(..).map(|q| q.text).collect(),
+            )
+        };
         if !steering.is_empty() || !follow_up.is_empty() {
             self.events
                 .emit(SessionEvent::QueueUpdate {
@@ -253,7 +315,8 @@ impl AgentSession {
     /// Text of the last assistant message in context, trimmed; `None` if there is none.
     /// Aborted messages without content are skipped, as pi does.
     pub fn last_assistant_text(&self) -> Option<String> {
-        self.messages.iter().rev().find_map(|m| match m {
+        let state = self.conversation.lock();
+        state.messages.iter().rev().find_map(|m| match m {
             AgentMessage::Assistant(a)
                 if !(a.stop_reason == tau_ai::StopReason::Aborted && a.content.is_empty()) =>
             {
@@ -373,3 +436,170 @@ impl AgentSession {
         }
     }
 }
+
+/// Builds a user message from a prompt's text and images (pi always writes the block form).
+fn user_message(text: &str, images: Vec<ImageContent>) -> AgentMessage {
+    let mut content = vec![UserContentBlock::Text(TextContent {
+        text: text.to_string(),
+        text_signature: None,
+    })];
+    content.extend(images.into_iter().map(UserContentBlock::Image));
+    AgentMessage::User(UserMessage {
+        content: UserContent::Blocks(content),
+        timestamp: now_ms(),
+        attachments: None,
+    })
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+impl AgentSession {
+    /// Accepts a prompt (rpc.md §3.1): queued when a run streams and a queue was named, an
+    /// error when none was, otherwise checked (model, key) and ready to launch. Whether the
+    /// session streams is decided here, synchronously, so two prompts in a row can never
+    /// both start a run (pi's lost-prompt race).
+    pub async fn prompt(
+        &mut self,
+        text: &str,
+        images: Vec<ImageContent>,
+        queue_as: Option<QueueAs>,
+    ) -> Result<PromptOutcome, SessionError> {
+        if self.is_streaming() {
+            let Some(queue_as) = queue_as else {
+                return Err(SessionError::Busy);
+            };
+            self.enqueue(queue_as, text, images).await;
+            return Ok(PromptOutcome::Queued);
+        }
+        self.check_credentials()?;
+        Ok(PromptOutcome::Start(Box::new(Launch {
+            prompt: user_message(text, images),
+        })))
+    }
+
+    /// Queues a steering or follow-up message (also when idle: it waits for the next run).
+    pub async fn enqueue(&mut self, queue_as: QueueAs, text: &str, images: Vec<ImageContent>) {
+        let update = {
+            let mut state = self.conversation.lock();
+            let queued = Queued {
+                text: text.to_string(),
+                message: user_message(text, images),
+            };
+            match queue_as {
+                QueueAs::Steer => state.steering.push_back(queued),
+                QueueAs::FollowUp => state.follow_up.push_back(queued),
+            }
+            state.queue_update()
+        };
+        self.events.emit(update).await;
+    }
+
+    fn check_credentials(&self) -> Result<(), SessionError> {
+        let provider = self
+            .model
+            .as_ref()
+            .map_or_else(|| "the selected model".to_string(), |m| m.provider.clone());
+        let Some(model) = &self.model else {
+            return Err(SessionError::NoApiKey(provider));
+        };
+        match self.registry.request_config(model) {
+            Ok(config) if config.api_key.is_some() => Ok(()),
+            Ok(_) => Err(SessionError::NoApiKey(provider)),
+            Err(err) => Err(SessionError::Credentials(err.to_string())),
+        }
+    }
+
+    /// Starts an accepted prompt's run on its own task.
+    pub fn launch(&mut self, launch: Launch) {
+        let Some(model) = self.model.clone() else {
+            return;
+        };
+        let (api_key, headers, base_url) = match self.registry.request_config(&model) {
+            Ok(config) => (
+                config.api_key.map(|k| k.expose().to_string()),
+                config.headers,
+                config.base_url,
+            ),
+            Err(_) => (None, Vec::new(), model.base_url.clone()),
+        };
+        let client = self
+            .client
+            .get_or_insert_with(tau_ai::provider::http_client)
+            .clone();
+        let spec = RunSpec {
+            client,
+            model: Model { base_url, ..model },
+            system_prompt: Some(self.system_prompt()),
+            tools: Vec::new(),
+            options: StreamOptions {
+                api_key,
+                headers,
+                reasoning: Some(self.thinking_level),
+                session_id: Some(self.session_id.clone()),
+                ..StreamOptions::default()
+            },
+        };
+        let cancel = CancellationToken::new();
+        let host = Host {
+            conversation: Arc::clone(&self.conversation),
+            events: self.events.clone(),
+        };
+        let run_cancel = cancel.clone();
+        let handle = tokio::spawn(async move {
+            tau_agent::run(&spec, vec![launch.prompt], &host, &run_cancel).await;
+            host.events
+                .emit(SessionEvent::AgentSettled {
+                    aborted: run_cancel.is_cancelled(),
+                })
+                .await;
+        });
+        self.active = Some(ActiveRun { cancel, handle });
+    }
+
+    /// Aborts the active run and waits until it has emitted its last events. Queues are
+    /// left as they are (decision 10).
+    pub async fn abort(&mut self) {
+        if let Some(run) = self.active.take() {
+            run.cancel.cancel();
+            let _ = run.handle.await;
+        }
+    }
+
+    /// Waits for the active run to end on its own (stdin closed: finish pending work).
+    pub async fn wait_idle(&mut self) {
+        if let Some(run) = self.active.take() {
+            let _ = run.handle.await;
+        }
+    }
+
+    /// The system prompt: `--system-prompt` (text or file) or tau's own, then every
+    /// `--append-system-prompt`, then the date and working directory.
+    fn system_prompt(&self) -> String {
+        let read =
+            |value: &str| std::fs::read_to_string(value).unwrap_or_else(|_| value.to_string());
+        let mut prompt = match &self.config.system_prompt {
+            Some(custom) => read(custom),
+            None => DEFAULT_SYSTEM_PROMPT.to_string(),
+        };
+        for extra in &self.config.append_system_prompt {
+            prompt.push_str("\n\n");
+            prompt.push_str(&read(extra));
+        }
+        let today = time::OffsetDateTime::now_utc().date();
+        prompt.push_str(&format!(
+            "\n\nCurrent date: {today}\nCurrent working directory: {}",
+            self.config.cwd.display()
+        ));
+        prompt
+    }
+}
+
+/// tau's own base prompt (the tool list and project context join it with the tools).
+const DEFAULT_SYSTEM_PROMPT: &str = "You are tau, a coding agent working in the user's project. \
+Read before you change anything, make the smallest change that does the job, and say plainly \
+what you did and what you could not do.";

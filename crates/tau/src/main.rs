@@ -82,6 +82,8 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         model_pattern: options.cli.model.clone(),
         models_scope: options.cli.models.clone(),
         api_key: options.cli.api_key.clone(),
+        system_prompt: options.cli.system_prompt.clone(),
+        append_system_prompt: options.cli.append_system_prompt.clone(),
     };
     let settings = Settings::load(&agent_dir, &cwd);
     let mut registry = Registry::from_process_env(&agent_dir);

@@ -19,6 +19,7 @@ mod transform;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+pub use reqwest::Client as HttpClient;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;

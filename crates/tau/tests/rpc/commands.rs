@@ -23,17 +23,21 @@ fn all_commands() -> Vec<(Value, Expect)> {
     vec![
         (
             json!({"type": "prompt", "message": "hi", "images": [image], "streamingBehavior": "steer"}),
-            NotYet,
+            Fails(
+                "No API key found for the selected model.\n\nSet the provider's API key environment variable, add it to auth.json, or pass --api-key together with --model.",
+            ),
         ),
         (
             json!({"type": "steer", "message": "s", "images": [image]}),
-            NotYet,
+            Works,
         ),
-        (json!({"type": "follow_up", "message": "f"}), NotYet),
+        (json!({"type": "follow_up", "message": "f"}), Works),
         (json!({"type": "abort"}), Works),
         (
             json!({"type": "abort_and_prompt", "message": "again"}),
-            NotYet,
+            Fails(
+                "No API key found for the selected model.\n\nSet the provider's API key environment variable, add it to auth.json, or pass --api-key together with --model.",
+            ),
         ),
         (
             json!({"type": "new_session", "parentSession": "/tmp/p.jsonl"}),
@@ -127,7 +131,7 @@ fn every_command_is_answered_once_with_its_id() {
             }
         }
     }
-    // Exactly one response each: nothing else but the name-change event was written.
+    // Exactly one response each (the queue and name events are not responses).
     t.send(&json!({"id": "end", "type": "get_state"}));
     t.response("end");
     let responses = t

@@ -7,6 +7,7 @@
     clippy::print_stderr
 )]
 
+mod agent;
 mod cli;
 mod commands;
 mod framing;

@@ -1,0 +1,384 @@
+//! One agent run: `agent_start`, turns of (assistant reply, tool calls, results), steering
+//! and follow-up delivery, `agent_end`, in the exact event order of pi 0.79 (`rpc.md` §4.4).
+
+use std::sync::Arc;
+
+use futures_util::future::{BoxFuture, join_all};
+use serde_json::json;
+use tau_ai::provider::{Context, HttpClient, StreamOptions, Tool, stream};
+use tau_ai::{
+    AssistantContent, AssistantMessage, AssistantMessageEvent, Message, Model, StopReason,
+    TextContent, ToolCall, ToolResultMessage, Usage, UserContentBlock,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::{AgentEvent, AgentMessage, AgentTool, AgentToolResult, ToolContext};
+
+/// What a run needs to call the model.
+#[derive(Clone)]
+pub struct RunSpec {
+    pub client: HttpClient,
+    pub model: Model,
+    pub system_prompt: Option<String>,
+    pub tools: Vec<Arc<dyn AgentTool>>,
+    /// Key, reasoning level, session id…; `cancel` is replaced by the run's token.
+    pub options: StreamOptions,
+}
+
+/// The session side of a run: where events go and where the context lives.
+pub trait RunHost: Send + Sync {
+    /// Writes an event (in order).
+    fn emit(&self, event: AgentEvent) -> BoxFuture<'_, ()>;
+    /// Appends a message to the context.
+    fn push_message(&self, message: AgentMessage);
+    /// The context as the model sees it.
+    fn llm_context(&self) -> Vec<Message>;
+    /// Steering messages due now (per the steering mode); the host reports `queue_update`.
+    fn take_steering(&self) -> BoxFuture<'_, Vec<AgentMessage>>;
+    /// Follow-up messages due now (per the follow-up mode).
+    fn take_follow_up(&self) -> BoxFuture<'_, Vec<AgentMessage>>;
+}
+
+/// Runs the agent on `prompts` until it stops; returns the messages the run added.
+pub async fn run(
+    spec: &RunSpec,
+    prompts: Vec<AgentMessage>,
+    host: &dyn RunHost,
+    cancel: &CancellationToken,
+) -> Vec<AgentMessage> {
+    let mut added = Vec::new();
+    host.emit(AgentEvent::AgentStart).await;
+    host.emit(AgentEvent::TurnStart).await;
+    for message in prompts {
+        deliver(host, message, &mut added).await;
+    }
+    let mut pending = host.take_steering().await;
+    let mut first = true;
+    loop {
+        let mut more_tools = true;
+        while more_tools || !pending.is_empty() {
+            if !first {
+                host.emit(AgentEvent::TurnStart).await;
+            }
+            first = false;
+            for message in std::mem::take(&mut pending) {
+                deliver(host, message, &mut added).await;
+            }
+            let reply = stream_reply(spec, host, cancel).await;
+            added.push(AgentMessage::Assistant(reply.clone()));
+            if matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted) {
+                host.emit(AgentEvent::TurnEnd {
+                    message: AgentMessage::Assistant(reply),
+                    tool_results: Vec::new(),
+                })
+                .await;
+                host.emit(AgentEvent::AgentEnd {
+                    messages: added.clone(),
+                    will_retry: false,
+                })
+                .await;
+                return added;
+            }
+            let calls: Vec<ToolCall> = reply
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    AssistantContent::ToolCall(call) => Some(call.clone()),
+                    _ => None,
+                })
+                .collect();
+            let results = if calls.is_empty() {
+                more_tools = false;
+                Vec::new()
+            } else {
+                let (results, terminate) = execute_tools(spec, host, cancel, &calls).await;
+                more_tools = !terminate;
+                for result in &results {
+                    added.push(AgentMessage::ToolResult(result.clone()));
+                }
+                results
+            };
+            host.emit(AgentEvent::TurnEnd {
+                message: AgentMessage::Assistant(reply),
+                tool_results: results,
+            })
+            .await;
+            pending = host.take_steering().await;
+        }
+        pending = host.take_follow_up().await;
+        if pending.is_empty() {
+            break;
+        }
+    }
+    host.emit(AgentEvent::AgentEnd {
+        messages: added.clone(),
+        will_retry: false,
+    })
+    .await;
+    added
+}
+
+async fn deliver(host: &dyn RunHost, message: AgentMessage, added: &mut Vec<AgentMessage>) {
+    host.emit(AgentEvent::MessageStart {
+        message: message.clone(),
+    })
+    .await;
+    host.emit(AgentEvent::MessageEnd {
+        message: message.clone(),
+    })
+    .await;
+    host.push_message(message.clone());
+    added.push(message);
+}
+
+/// Streams one assistant reply, emitting its message events; the final message is also
+/// appended to the context.
+async fn stream_reply(
+    spec: &RunSpec,
+    host: &dyn RunHost,
+    cancel: &CancellationToken,
+) -> AssistantMessage {
+    let context = Context {
+        system_prompt: spec.system_prompt.clone(),
+        messages: host.llm_context(),
+        tools: spec
+            .tools
+            .iter()
+            .map(|t| Tool {
+                name: t.name().to_string(),
+                description: t.description().to_string(),
+                parameters: t.parameters().clone(),
+            })
+            .collect(),
+    };
+    let options = StreamOptions {
+        cancel: cancel.clone(),
+        include_partial: true,
+        ..spec.options.clone()
+    };
+    let mut events = stream(&spec.client, &spec.model, &context, options);
+    let mut started = false;
+    let mut last_partial: Option<AssistantMessage> = None;
+    while let Some(event) = events.next().await {
+        match event {
+            AssistantMessageEvent::Start { partial } => {
+                started = true;
+                host.emit(AgentEvent::MessageStart {
+                    message: AgentMessage::Assistant(partial.clone()),
+                })
+                .await;
+                last_partial = Some(partial);
+            }
+            AssistantMessageEvent::Done { message, .. }
+            | AssistantMessageEvent::Error { error: message, .. } => {
+                if !started {
+                    host.emit(AgentEvent::MessageStart {
+                        message: AgentMessage::Assistant(message.clone()),
+                    })
+                    .await;
+                }
+                host.push_message(AgentMessage::Assistant(message.clone()));
+                host.emit(AgentEvent::MessageEnd {
+                    message: AgentMessage::Assistant(message.clone()),
+                })
+                .await;
+                return message;
+            }
+            update => {
+                let snapshot = partial_of(&update)
+                    .cloned()
+                    .or_else(|| last_partial.clone());
+                if let Some(snapshot) = &snapshot {
+                    last_partial = Some(snapshot.clone());
+                }
+                host.emit(AgentEvent::MessageUpdate {
+                    usage: None,
+                    assistant_message_event: Box::new(update),
+                    message: snapshot.map(|m| Box::new(AgentMessage::Assistant(m))),
+                })
+                .await;
+            }
+        }
+    }
+    // The provider task ended without a result (it was dropped); report it as an error.
+    let mut message = last_partial.unwrap_or_else(|| empty_reply(&spec.model));
+    message.stop_reason = if cancel.is_cancelled() {
+        StopReason::Aborted
+    } else {
+        StopReason::Error
+    };
+    message.error_message = Some(if cancel.is_cancelled() {
+        "Request was aborted".into()
+    } else {
+        "The provider stream ended without a result".into()
+    });
+    if !started {
+        host.emit(AgentEvent::MessageStart {
+            message: AgentMessage::Assistant(message.clone()),
+        })
+        .await;
+    }
+    host.push_message(AgentMessage::Assistant(message.clone()));
+    host.emit(AgentEvent::MessageEnd {
+        message: AgentMessage::Assistant(message.clone()),
+    })
+    .await;
+    message
+}
+
+fn partial_of(event: &AssistantMessageEvent) -> Option<&AssistantMessage> {
+    match event {
+        AssistantMessageEvent::TextStart { partial, .. }
+        | AssistantMessageEvent::TextDelta { partial, .. }
+        | AssistantMessageEvent::TextEnd { partial, .. }
+        | AssistantMessageEvent::ThinkingStart { partial, .. }
+        | AssistantMessageEvent::ThinkingDelta { partial, .. }
+        | AssistantMessageEvent::ThinkingEnd { partial, .. }
+        | AssistantMessageEvent::ToolCallStart { partial, .. }
+        | AssistantMessageEvent::ToolCallDelta { partial, .. }
+        | AssistantMessageEvent::ToolCallEnd { partial, .. } => partial.as_ref(),
+        _ => None,
+    }
+}
+
+fn empty_reply(model: &Model) -> AssistantMessage {
+    AssistantMessage {
+        content: Vec::new(),
+        api: model.api.clone(),
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        usage: Usage::default(),
+        stop_reason: StopReason::Error,
+        timestamp: now_ms(),
+        response_id: None,
+        response_model: None,
+        diagnostics: None,
+        error_message: None,
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn text_result(text: String) -> AgentToolResult {
+    AgentToolResult {
+        content: vec![UserContentBlock::Text(TextContent {
+            text,
+            text_signature: None,
+        })],
+        details: Some(json!({})),
+        terminate: None,
+    }
+}
+
+/// Runs one reply's tool calls concurrently: starts in call order, ends in completion order,
+/// result messages in call order. Returns the results and whether every tool asked to end
+/// the run.
+async fn execute_tools(
+    spec: &RunSpec,
+    host: &dyn RunHost,
+    cancel: &CancellationToken,
+    calls: &[ToolCall],
+) -> (Vec<ToolResultMessage>, bool) {
+    let mut outcomes: Vec<Option<(AgentToolResult, bool)>> = vec![None; calls.len()];
+    let mut runnable = Vec::new();
+    for (i, call) in calls.iter().enumerate() {
+        host.emit(AgentEvent::ToolExecutionStart {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: json!(call.arguments),
+            intent: None,
+        })
+        .await;
+        let prepared = match spec.tools.iter().find(|t| t.name() == call.name) {
+            None => Err(format!("Tool {} not found", call.name)),
+            Some(_) if cancel.is_cancelled() => Err("Operation aborted".to_string()),
+            Some(tool) => Ok(Arc::clone(tool)),
+        };
+        match prepared {
+            Ok(tool) => runnable.push((i, tool)),
+            Err(message) => {
+                let result = text_result(message);
+                end_event(host, call, &result, true).await;
+                outcomes[i] = Some((result, true));
+            }
+        }
+    }
+    let finished = join_all(runnable.into_iter().map(|(i, tool)| {
+        let call = &calls[i];
+        async move {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let context = ToolContext::new(cancel.clone(), tx);
+            let mut execution = tool.execute(&call.id, call.arguments.clone(), context);
+            let outcome = loop {
+                tokio::select! {
+                    biased;
+                    Some(partial) = rx.recv() => {
+                        host.emit(AgentEvent::ToolExecutionUpdate {
+                            tool_call_id: call.id.clone(),
+                            tool_name: call.name.clone(),
+                            args: json!(call.arguments),
+                            partial_result: partial,
+                        })
+                        .await;
+                    }
+                    outcome = &mut execution => break outcome,
+                }
+            };
+            let (result, is_error) = match outcome {
+                Ok(result) => (result, false),
+                Err(message) => (text_result(message), true),
+            };
+            end_event(host, call, &result, is_error).await;
+            (i, result, is_error)
+        }
+    }))
+    .await;
+    for (i, result, is_error) in finished {
+        outcomes[i] = Some((result, is_error));
+    }
+    let mut results = Vec::with_capacity(calls.len());
+    let mut terminate = !calls.is_empty();
+    for (call, outcome) in calls.iter().zip(outcomes) {
+        let (result, is_error) =
+            outcome.unwrap_or_else(|| (text_result("No result provided".into()), true));
+        terminate &= result.terminate == Some(true);
+        let message = ToolResultMessage {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            content: result.content,
+            details: result.details,
+            is_error,
+            timestamp: now_ms(),
+        };
+        let agent_message = AgentMessage::ToolResult(message.clone());
+        host.emit(AgentEvent::MessageStart {
+            message: agent_message.clone(),
+        })
+        .await;
+        host.emit(AgentEvent::MessageEnd {
+            message: agent_message.clone(),
+        })
+        .await;
+        host.push_message(agent_message);
+        results.push(message);
+    }
+    (results, terminate)
+}
+
+async fn end_event(host: &dyn RunHost, call: &ToolCall, result: &AgentToolResult, is_error: bool) {
+    host.emit(AgentEvent::ToolExecutionEnd {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        result: result.clone(),
+        is_error,
+        is_warning: None,
+        duration_ms: None,
+    })
+    .await;
+}

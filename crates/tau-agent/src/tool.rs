@@ -1,0 +1,46 @@
+//! The tool interface the agent loop calls: built-in tools, host tools and extension tools
+//! all look the same to it.
+
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::AgentToolResult;
+
+/// What a running tool gets besides its arguments.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// Cancelled on abort; a tool stops promptly and reports the abort as its error.
+    pub cancel: CancellationToken,
+    updates: mpsc::UnboundedSender<AgentToolResult>,
+}
+
+impl ToolContext {
+    pub(crate) fn new(
+        cancel: CancellationToken,
+        updates: mpsc::UnboundedSender<AgentToolResult>,
+    ) -> Self {
+        Self { cancel, updates }
+    }
+
+    /// Reports progress: the accumulated result so far (becomes `tool_execution_update`).
+    pub fn update(&self, partial: AgentToolResult) {
+        let _ = self.updates.send(partial);
+    }
+}
+
+/// A tool the model may call.
+pub trait AgentTool: Send + Sync {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// JSON Schema of the arguments.
+    fn parameters(&self) -> &Value;
+    /// Runs the tool. An `Err` becomes an error result whose text is the message.
+    fn execute<'a>(
+        &'a self,
+        call_id: &'a str,
+        arguments: Map<String, Value>,
+        context: ToolContext,
+    ) -> BoxFuture<'a, Result<AgentToolResult, String>>;
+}

@@ -1,0 +1,110 @@
+//! The state a run shares with the session while it streams: the context and the two
+//! queues. Short critical sections only (no lock is held across an await), so a std mutex.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures_util::future::BoxFuture;
+use tau_agent::{AgentEvent, AgentMessage, QueueMode, RunHost, convert_to_llm};
+use tau_ai::Message;
+
+use crate::{EventSink, SessionEvent};
+
+/// A queued user message and the text reported for it in `queue_update`.
+#[derive(Debug, Clone)]
+pub(crate) struct Queued {
+    pub text: String,
+    pub message: AgentMessage,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub messages: Vec<AgentMessage>,
+    pub steering: VecDeque<Queued>,
+    pub follow_up: VecDeque<Queued>,
+    pub steering_mode: QueueMode,
+    pub follow_up_mode: QueueMode,
+}
+
+impl State {
+    /// The queue texts as `queue_update` reports them.
+    pub fn queue_update(&self) -> SessionEvent {
+        SessionEvent::QueueUpdate {
+            steering: self.steering.iter().map(|q| q.text.clone()).collect(),
+            follow_up: self.follow_up.iter().map(|q| q.text.clone()).collect(),
+        }
+    }
+}
+
+/// Shared conversation state.
+#[derive(Debug, Default)]
+pub(crate) struct Conversation {
+    state: Mutex<State>,
+}
+
+impl Conversation {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the vectors half-updated in a way
+        // that matters more than losing the conversation, so poisoning is ignored.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The [`RunHost`] of a session's runs.
+pub(crate) struct Host {
+    pub conversation: Arc<Conversation>,
+    pub events: EventSink,
+}
+
+fn take(queue: &mut VecDeque<Queued>, mode: QueueMode) -> Vec<AgentMessage> {
+    let n = match mode {
+        QueueMode::All => queue.len(),
+        QueueMode::OneAtATime => queue.len().min(1),
+    };
+    queue.drain(..n).map(|q| q.message).collect()
+}
+
+impl Host {
+    async fn take_from(&self, steering: bool) -> Vec<AgentMessage> {
+        let (taken, update) = {
+            let mut state = self.conversation.lock();
+            let taken = if steering {
+                let mode = state.steering_mode;
+                take(&mut state.steering, mode)
+            } else {
+                let mode = state.follow_up_mode;
+                take(&mut state.follow_up, mode)
+            };
+            let update = (!taken.is_empty()).then(|| state.queue_update());
+            (taken, update)
+        };
+        if let Some(update) = update {
+            self.events.emit(update).await;
+        }
+        taken
+    }
+}
+
+impl RunHost for Host {
+    fn emit(&self, event: AgentEvent) -> BoxFuture<'_, ()> {
+        Box::pin(self.events.emit(SessionEvent::Agent(event)))
+    }
+
+    fn push_message(&self, message: AgentMessage) {
+        self.conversation.lock().messages.push(message);
+    }
+
+    fn llm_context(&self) -> Vec<Message> {
+        convert_to_llm(&self.conversation.lock().messages)
+    }
+
+    fn take_steering(&self) -> BoxFuture<'_, Vec<AgentMessage>> {
+        Box::pin(self.take_from(true))
+    }
+
+    fn take_follow_up(&self) -> BoxFuture<'_, Vec<AgentMessage>> {
+        Box::pin(self.take_from(false))
+    }
+}

@@ -1,0 +1,414 @@
+//! Prompting through the binary against tau-mock-llm: the event order of a run, thinking,
+//! steering and follow-ups during streaming, the busy error, abort, provider errors, tool
+//! calls to unknown tools, and U+2028 inside a prompt.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tau_mock_llm::{BackgroundMock, Fault, MockServer, Reply};
+use tau_test_kit::Tau;
+
+use crate::{ready_tau, tau};
+
+/// A mock and a tau whose only model streams from it (openai-completions).
+fn setup() -> (BackgroundMock, Tau) {
+    setup_with("openai-completions")
+}
+
+fn setup_with(api: &str) -> (BackgroundMock, Tau) {
+    let mock = MockServer::start_background().unwrap();
+    let base = match api {
+        "anthropic-messages" => mock.url(),
+        "google-generative-ai" => format!("{}/v1beta", mock.url()),
+        _ => format!("{}/v1", mock.url()),
+    };
+    let models = json!({"providers": {"mock": {
+        "baseUrl": base, "api": api, "apiKey": "mock-key",
+        "models": [{"id": "mock-1", "reasoning": true, "contextWindow": 100000, "maxTokens": 4096}],
+    }}});
+    let t = ready_tau(
+        tau()
+            .agent_file("models.json", models.to_string())
+            .arg("--no-session"),
+    );
+    (mock, t)
+}
+
+fn kinds_until_settled(t: &mut Tau) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        let record = t
+            .next_record(Duration::from_secs(15))
+            .expect("the run ends with agent_settled");
+        let json = record.json.expect("JSON records");
+        let done = json["type"] == "agent_settled";
+        out.push(json);
+        if done {
+            return out;
+        }
+    }
+}
+
+fn types(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| {
+            let kind = r["type"].as_str().unwrap_or_default();
+            match kind {
+                "message_update" => format!(
+                    "update:{}",
+                    r["assistantMessageEvent"]["type"].as_str().unwrap_or("?")
+                ),
+                "message_start" | "message_end" => {
+                    format!("{kind}:{}", r["message"]["role"].as_str().unwrap_or("?"))
+                }
+                "response" => format!("response:{}", r["command"].as_str().unwrap_or("?")),
+                other => other.to_string(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_text_reply_streams_in_pi_order() {
+    let (mock, mut t) = setup();
+    mock.push(
+        Reply::new()
+            .with_text("Hello world")
+            .chunk_size(5)
+            .usage(12, 3, 0, 0),
+    );
+    t.send(&json!({"id": "p", "type": "prompt", "message": "Say hi"}));
+    let records = kinds_until_settled(&mut t);
+    assert_eq!(
+        types(&records),
+        [
+            "response:prompt",
+            "agent_start",
+            "turn_start",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "update:text_start",
+            "update:text_delta",
+            "update:text_delta",
+            "update:text_delta",
+            "update:text_end",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+        ]
+    );
+    assert_eq!(records[0]["data"], json!({"disposition": "started"}));
+    let end = &records[11]["message"];
+    assert_eq!(
+        end["content"],
+        json!([{"type": "text", "text": "Hello world"}])
+    );
+    assert_eq!(end["stopReason"], "stop");
+    assert_eq!(end["usage"]["input"], 12);
+    assert_eq!(end["provider"], "mock");
+    assert_eq!(records[13]["willRetry"], false);
+    assert_eq!(records[13]["messages"].as_array().unwrap().len(), 2);
+    // message_update carries the delta, and the snapshot twice (document 004's shape).
+    let update = &records[7];
+    let keys: Vec<&str> = update
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["type", "assistantMessageEvent", "message"]);
+    assert_eq!(update["assistantMessageEvent"]["delta"], "Hello");
+    assert_eq!(
+        update["assistantMessageEvent"]["partial"],
+        update["message"]
+    );
+    assert_eq!(update["message"]["content"][0]["text"], "Hello");
+
+    let messages = t.request(json!({"type": "get_messages"}))["data"]["messages"].clone();
+    assert_eq!(messages.as_array().unwrap().len(), 2);
+    assert_eq!(messages[0]["content"][0]["text"], "Say hi");
+    let last = t.request(json!({"type": "get_last_assistant_text"}));
+    assert_eq!(last["data"], json!({"text": "Hello world"}));
+    let state = t.request(json!({"type": "get_state"}))["data"].clone();
+    assert_eq!(state["isStreaming"], false);
+    assert_eq!(state["messageCount"], 2);
+    // What the provider received: the system prompt, then the user message.
+    let body = &mock.requests()[0].body;
+    assert_eq!(body["model"], "mock-1");
+    assert!(
+        body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Current working directory")
+    );
+    assert_eq!(body["messages"][1]["content"][0]["text"], "Say hi");
+}
+
+#[test]
+fn thinking_streams_on_every_api() {
+    for api in [
+        "anthropic-messages",
+        "openai-completions",
+        "openai-responses",
+        "google-generative-ai",
+    ] {
+        let (mock, mut t) = setup_with(api);
+        mock.push(
+            Reply::new()
+                .thinking_signed("Pondering.", "sig")
+                .with_text("Done."),
+        );
+        t.send(&json!({"id": "p", "type": "prompt", "message": "think"}));
+        let records = kinds_until_settled(&mut t);
+        let kinds = types(&records);
+        assert!(
+            kinds.contains(&"update:thinking_start".to_string()),
+            "{api}: {kinds:?}"
+        );
+        let end = records
+            .iter()
+            .find(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant")
+            .unwrap();
+        assert_eq!(end["message"]["content"][0]["type"], "thinking", "{api}");
+        assert_eq!(
+            end["message"]["content"][0]["thinking"], "Pondering.",
+            "{api}"
+        );
+        assert_eq!(end["message"]["content"][1]["text"], "Done.", "{api}");
+    }
+}
+
+#[test]
+fn busy_prompt_steering_and_follow_up() {
+    let (mock, mut t) = setup();
+    mock.push(
+        Reply::new()
+            .with_text("abcdefghij")
+            .chunk_size(1)
+            .chunk_delay_ms(40),
+    );
+    mock.push(Reply::text("after steer"));
+    mock.push(Reply::text("after follow-up"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "slow"}));
+    t.event("message_start");
+    let busy = t.request(json!({"type": "prompt", "message": "no behavior"}));
+    assert_eq!(
+        busy["error"],
+        "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+    );
+    t.send(&json!({"id": "s", "type": "steer", "message": "S1"}));
+    t.send(&json!({"id": "f", "type": "prompt", "message": "F1", "streamingBehavior": "followUp"}));
+    let records = kinds_until_settled(&mut t);
+    let kinds = types(&records);
+    let users: Vec<&str> = records
+        .iter()
+        .filter(|r| r["type"] == "message_start" && r["message"]["role"] == "user")
+        .map(|r| r["message"]["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        users,
+        ["S1", "F1"],
+        "steering first, then the follow-up: {kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "agent_start").count(),
+        1,
+        "one run: {kinds:?}"
+    );
+    assert_eq!(kinds.iter().filter(|k| *k == "turn_end").count(), 3);
+    let updates: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "queue_update")
+        .collect();
+    assert!(updates.len() >= 3, "{kinds:?}");
+    assert_eq!(updates.last().unwrap()["followUp"], json!([]));
+    let responses: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "response" && (r["id"] == "s" || r["id"] == "f"))
+        .collect();
+    assert_eq!(responses.len(), 2);
+    assert!(
+        responses
+            .iter()
+            .all(|r| r["data"]["disposition"] == "queued")
+    );
+    // The steering message reached the model after the first reply.
+    let second = &mock.requests()[1].body["messages"];
+    let texts = second.to_string();
+    assert!(texts.contains("abcdefghij") && texts.contains("S1"));
+}
+
+#[test]
+fn abort_mid_stream_ends_the_run_properly() {
+    let (mock, mut t) = setup();
+    mock.push(
+        Reply::new()
+            .with_text("x".repeat(400))
+            .chunk_size(1)
+            .chunk_delay_ms(20),
+    );
+    t.send(&json!({"id": "p", "type": "prompt", "message": "long"}));
+    t.wait_for("a text delta", Duration::from_secs(15), |r| {
+        r.json
+            .as_ref()
+            .is_some_and(|j| j["assistantMessageEvent"]["type"] == "text_delta")
+    });
+    let started = std::time::Instant::now();
+    t.send(&json!({"id": "a", "type": "abort"}));
+    let records = kinds_until_settled(&mut t);
+    let abort = t.response("a");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(abort["success"], true);
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant")
+        .expect("the aborted message ends");
+    assert_eq!(end["message"]["stopReason"], "aborted");
+    assert_eq!(end["message"]["errorMessage"], "Request was aborted");
+    let kinds = types(&records);
+    let tail: Vec<&str> = kinds.iter().map(String::as_str).rev().take(3).collect();
+    assert_eq!(tail, ["agent_settled", "agent_end", "turn_end"]);
+    let settled = records.last().unwrap();
+    assert_eq!(settled["aborted"], true);
+    assert_eq!(
+        t.request(json!({"type": "get_state"}))["data"]["isStreaming"],
+        false
+    );
+}
+
+#[test]
+fn a_provider_error_ends_the_run_and_tau_stays_ready() {
+    let (mock, mut t) = setup();
+    mock.push(Reply::fault(Fault::ServerError));
+    mock.push(Reply::text("recovered"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "fail please"}));
+    let records = kinds_until_settled(&mut t);
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(end["message"]["stopReason"], "error");
+    assert!(
+        end["message"]["errorMessage"]
+            .as_str()
+            .unwrap()
+            .starts_with("500 ")
+    );
+    assert!(types(&records).contains(&"agent_end".to_string()));
+    t.send(&json!({"id": "p2", "type": "prompt", "message": "again"}));
+    let records = kinds_until_settled(&mut t);
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(end["message"]["content"][0]["text"], "recovered");
+}
+
+#[test]
+fn unknown_tools_get_an_error_result_and_the_loop_continues() {
+    let (mock, mut t) = setup();
+    mock.push(
+        Reply::new()
+            .tool_call("call_1", "frobnicate", json!({"x": 1}))
+            .tool_call("call_2", "other", json!({})),
+    );
+    mock.push(Reply::text("I could not use those tools."));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "use tools"}));
+    let records = kinds_until_settled(&mut t);
+    let kinds = types(&records);
+    let starts: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "tool_execution_start")
+        .collect();
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts[0]["toolCallId"], "call_1");
+    assert_eq!(starts[0]["args"], json!({"x": 1}));
+    let ends: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "tool_execution_end")
+        .collect();
+    assert_eq!(ends[0]["isError"], true);
+    assert_eq!(
+        ends[0]["result"]["content"][0]["text"],
+        "Tool frobnicate not found"
+    );
+    let results: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "message_end" && r["message"]["role"] == "toolResult")
+        .collect();
+    assert_eq!(results.len(), 2, "{kinds:?}");
+    assert_eq!(results[0]["message"]["toolCallId"], "call_1", "call order");
+    assert_eq!(results[1]["message"]["toolCallId"], "call_2");
+    let turn_end = records.iter().find(|r| r["type"] == "turn_end").unwrap();
+    assert_eq!(turn_end["toolResults"].as_array().unwrap().len(), 2);
+    assert_eq!(turn_end["toolResults"][0]["role"], "toolResult");
+    assert_eq!(kinds.iter().filter(|k| *k == "turn_start").count(), 2);
+    let agent_end = records.iter().find(|r| r["type"] == "agent_end").unwrap();
+    assert_eq!(agent_end["messages"].as_array().unwrap().len(), 5);
+    // The second request carried the tool results back to the model.
+    let second = mock.requests()[1].body["messages"].to_string();
+    assert!(second.contains("Tool frobnicate not found"));
+}
+
+#[test]
+fn line_separators_survive_a_round_trip() {
+    let (mock, mut t) = setup();
+    mock.push(Reply::text("out\u{2028}put\u{2029}"));
+    t.send_raw("{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"in\u{2028}put\"}\n".as_bytes());
+    let records = kinds_until_settled(&mut t);
+    let user = records
+        .iter()
+        .find(|r| r["type"] == "message_end" && r["message"]["role"] == "user")
+        .unwrap();
+    assert_eq!(user["message"]["content"][0]["text"], "in\u{2028}put");
+    let assistant = records
+        .iter()
+        .find(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(
+        assistant["message"]["content"][0]["text"],
+        "out\u{2028}put\u{2029}"
+    );
+    let raw_line = t
+        .history()
+        .iter()
+        .find(|r| {
+            r.json
+                .as_ref()
+                .is_some_and(|j| j["type"] == "message_end" && j["message"]["role"] == "assistant")
+        })
+        .unwrap()
+        .raw
+        .clone();
+    assert!(
+        String::from_utf8(raw_line)
+            .unwrap()
+            .contains("out\u{2028}put"),
+        "written raw"
+    );
+    assert!(
+        mock.requests()[0]
+            .body
+            .to_string()
+            .contains("in\u{2028}put")
+    );
+}
+
+#[test]
+fn closing_stdin_lets_the_run_finish() {
+    let (mock, mut t) = setup();
+    mock.push(
+        Reply::new()
+            .with_text("finishing after EOF")
+            .chunk_size(4)
+            .chunk_delay_ms(10),
+    );
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    t.close_stdin();
+    let records = kinds_until_settled(&mut t);
+    assert!(types(&records).contains(&"agent_end".to_string()));
+    assert!(t.wait_exit(Duration::from_secs(15)).success());
+}
