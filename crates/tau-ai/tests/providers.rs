@@ -375,3 +375,161 @@ async fn missing_key_and_unknown_api_fail_without_a_request() {
     );
     assert!(server.requests().is_empty());
 }
+
+/// A user image and a tool-result image in the context, in each API's own shape.
+#[tokio::test]
+async fn images_reach_every_api_in_its_own_shape() {
+    use tau_ai::{
+        AssistantMessage as Am, ImageContent, TextContent, ToolCall, ToolResultMessage, Usage,
+        UserContentBlock,
+    };
+    let server = MockServer::start().await.unwrap();
+    for api in APIS {
+        server.clear();
+        server.push(Reply::text("I see it."));
+        let m = model(api, &server.url());
+        let image = |data: &str| {
+            UserContentBlock::Image(ImageContent {
+                data: data.into(),
+                mime_type: "image/png".into(),
+            })
+        };
+        let call = ToolCall {
+            id: "call_9".into(),
+            name: "bash".into(),
+            arguments: serde_json::Map::new(),
+            thought_signature: None,
+        };
+        let ctx = Context {
+            system_prompt: None,
+            messages: vec![
+                Message::User(UserMessage {
+                    content: UserContent::Blocks(vec![
+                        UserContentBlock::Text(TextContent {
+                            text: "look".into(),
+                            text_signature: None,
+                        }),
+                        image("VVNFUklNQUdF"),
+                    ]),
+                    timestamp: 1,
+                    attachments: None,
+                }),
+                Message::Assistant(Am {
+                    content: vec![AssistantContent::ToolCall(call)],
+                    api: m.api.clone(),
+                    provider: m.provider.clone(),
+                    model: m.id.clone(),
+                    usage: Usage::default(),
+                    stop_reason: StopReason::ToolUse,
+                    timestamp: 2,
+                    response_id: None,
+                    response_model: None,
+                    diagnostics: None,
+                    error_message: None,
+                }),
+                Message::ToolResult(ToolResultMessage {
+                    tool_call_id: "call_9".into(),
+                    tool_name: "bash".into(),
+                    content: vec![image("VE9PTElNQUdF")],
+                    details: None,
+                    is_error: false,
+                    timestamp: 3,
+                }),
+            ],
+            tools: context().tools,
+        };
+        let result = stream(&http_client(), &m, &ctx, options()).result().await;
+        assert_eq!(
+            result.stop_reason,
+            StopReason::Stop,
+            "{api}: {:?}",
+            result.error_message
+        );
+        let body = server.requests()[0].body.to_string();
+        let (user_image, tool_image) = match api {
+            "anthropic-messages" => (
+                r#"{"type":"image","source":{"type":"base64","media_type":"image/png","data":"VVNFUklNQUdF"}}"#,
+                r#"{"type":"image","source":{"type":"base64","media_type":"image/png","data":"VE9PTElNQUdF"}}"#,
+            ),
+            "openai-completions" => (
+                r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,VVNFUklNQUdF"}}"#,
+                r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,VE9PTElNQUdF"}}"#,
+            ),
+            "openai-responses" => (
+                r#"{"type":"input_image","detail":"auto","image_url":"data:image/png;base64,VVNFUklNQUdF"}"#,
+                r#"{"type":"input_image","detail":"auto","image_url":"data:image/png;base64,VE9PTElNQUdF"}"#,
+            ),
+            _ => (
+                r#"{"inlineData":{"mimeType":"image/png","data":"VVNFUklNQUdF"}}"#,
+                r#"{"inlineData":{"mimeType":"image/png","data":"VE9PTElNQUdF"}}"#,
+            ),
+        };
+        assert!(body.contains(user_image), "{api}: user image in {body}");
+        assert!(body.contains(tool_image), "{api}: tool image in {body}");
+    }
+}
+
+/// The thinking level reaches each API as its own parameter; a model without reasoning
+/// sends none.
+#[tokio::test]
+async fn thinking_levels_map_to_each_api() {
+    let server = MockServer::start().await.unwrap();
+    for api in APIS {
+        server.clear();
+        server.push(Reply::text("ok"));
+        server.push(Reply::text("ok"));
+        let opts = StreamOptions {
+            reasoning: Some(tau_ai::ThinkingLevel::High),
+            ..options()
+        };
+        let m = model(api, &server.url());
+        stream(&http_client(), &m, &context(), opts.clone())
+            .result()
+            .await;
+        let mut plain = m.clone();
+        plain.reasoning = false;
+        stream(&http_client(), &plain, &context(), opts)
+            .result()
+            .await;
+        let requests = server.requests();
+        let (with, without) = (&requests[0].body, &requests[1].body);
+        match api {
+            "anthropic-messages" => {
+                assert_eq!(with["thinking"]["type"], "enabled", "{api}");
+                // high = 16384, but the model allows 8192 output tokens in all, so pi's rule
+                // shrinks the budget to leave 1024 for the answer.
+                assert_eq!(with["thinking"]["budget_tokens"], 8192 - 1024, "{api}");
+                assert_eq!(with["max_tokens"], 8192, "{api}");
+                assert!(without.get("thinking").is_none(), "{api}");
+            }
+            "openai-completions" => {
+                assert_eq!(with["reasoning_effort"], "high", "{api}");
+                assert!(without.get("reasoning_effort").is_none(), "{api}");
+            }
+            "openai-responses" => {
+                assert_eq!(
+                    with["reasoning"],
+                    json!({"effort": "high", "summary": "auto"}),
+                    "{api}"
+                );
+                assert_eq!(
+                    with["include"],
+                    json!(["reasoning.encrypted_content"]),
+                    "{api}"
+                );
+                assert!(without.get("reasoning").is_none(), "{api}");
+            }
+            _ => {
+                assert_eq!(
+                    with["generationConfig"]["thinkingConfig"],
+                    json!({"includeThoughts": true, "thinkingBudget": -1}),
+                    "{api}"
+                );
+                assert!(
+                    without["generationConfig"].get("thinkingConfig").is_none(),
+                    "{api}"
+                );
+            }
+        }
+    }
+}
