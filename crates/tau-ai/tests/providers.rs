@@ -533,3 +533,81 @@ async fn thinking_levels_map_to_each_api() {
         }
     }
 }
+
+/// Responses reasoning comes back as a signed thinking block whose signature is the whole
+/// reasoning item (encrypted content included), and goes out again unchanged next turn.
+#[tokio::test]
+async fn encrypted_reasoning_is_carried_across_turns() {
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().thinking("Secret plan.").with_text("First."));
+    server.push(Reply::text("Second."));
+    let m = model("openai-responses", &server.url());
+    let opts = StreamOptions {
+        reasoning: Some(tau_ai::ThinkingLevel::Medium),
+        ..options()
+    };
+    let mut ctx = context();
+    let first = stream(&http_client(), &m, &ctx, opts.clone())
+        .result()
+        .await;
+    let AssistantContent::Thinking(thinking) = &first.content[0] else {
+        panic!("thinking first: {:?}", first.content);
+    };
+    let signature: serde_json::Value =
+        serde_json::from_str(thinking.thinking_signature.as_deref().unwrap()).unwrap();
+    assert_eq!(signature["type"], "reasoning");
+    assert!(signature["encrypted_content"].is_string(), "{signature}");
+    ctx.messages.push(Message::Assistant(first));
+    ctx.messages.push(Message::User(UserMessage {
+        content: UserContent::Text("go on".into()),
+        timestamp: 5,
+        attachments: None,
+    }));
+    let second = stream(&http_client(), &m, &ctx, opts).result().await;
+    assert_eq!(second.stop_reason, StopReason::Stop);
+    let input = &server.requests()[1].body["input"];
+    let item = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "reasoning")
+        .expect("the reasoning item is replayed");
+    assert_eq!(item["encrypted_content"], signature["encrypted_content"]);
+}
+
+/// Anthropic's redacted thinking keeps its opaque data as the signature, and cache usage is
+/// reported separately.
+#[tokio::test]
+async fn anthropic_redacted_thinking_and_cache_usage() {
+    let server = MockServer::start().await.unwrap();
+    server.push(
+        Reply::new()
+            .redacted_thinking("b3BhcXVl")
+            .with_text("Answer.")
+            .usage(10, 5, 300, 40),
+    );
+    let m = model("anthropic-messages", &server.url());
+    let result = stream(&http_client(), &m, &context(), options())
+        .result()
+        .await;
+    let AssistantContent::Thinking(t) = &result.content[0] else {
+        panic!("{:?}", result.content);
+    };
+    assert_eq!(t.redacted, Some(true));
+    assert_eq!(t.thinking_signature.as_deref(), Some("b3BhcXVl"));
+    assert_eq!(t.thinking, "[Reasoning redacted]");
+    let u = &result.usage;
+    assert_eq!(
+        (u.input, u.output, u.cache_read, u.cache_write),
+        (10, 5, 300, 40)
+    );
+    assert_eq!(u.total_tokens, 355);
+    let expected = (3.0 * 10.0 + 15.0 * 5.0 + 0.3 * 300.0 + 3.75 * 40.0) / 1e6;
+    assert!((u.cost.total - expected).abs() < 1e-12);
+    let request = &server.requests()[0];
+    assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(
+        request.body["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+}
