@@ -1,0 +1,1 @@
+//! The `bash` tool (being written).

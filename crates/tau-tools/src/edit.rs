@@ -1,0 +1,1 @@
+//! The `edit` tool (being written).

@@ -1,0 +1,1 @@
+//! The `find` tool (being written).

@@ -1,0 +1,1 @@
+//! The `ls` tool (being written).

@@ -1,0 +1,1 @@
+//! The `read` tool (being written).

@@ -1,0 +1,226 @@
+//! Output limits shared by the tools (tools-resources §1.0.3): at most 2000 lines and 50 KiB.
+//! `read`, `grep`, `find` and `ls` keep the head; `bash` keeps the tail. Lines come from
+//! splitting on `\n`, so a trailing newline counts as one more (empty) line, as in pi.
+
+use serde::Serialize;
+
+pub const DEFAULT_MAX_LINES: usize = 2000;
+pub const DEFAULT_MAX_BYTES: usize = 51_200;
+pub const GREP_MAX_LINE_LENGTH: usize = 500;
+
+/// Which limit cut the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TruncatedBy {
+    Lines,
+    Bytes,
+}
+
+/// The result of a truncation, as tools report it in `details.truncation`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Truncation {
+    pub content: String,
+    pub truncated: bool,
+    pub truncated_by: Option<TruncatedBy>,
+    pub total_lines: usize,
+    pub total_bytes: usize,
+    pub output_lines: usize,
+    pub output_bytes: usize,
+    pub last_line_partial: bool,
+    pub first_line_exceeds_limit: bool,
+    pub max_lines: usize,
+    pub max_bytes: usize,
+}
+
+/// `formatSize`: `512B`, `50.0KB`, `1.5MB`.
+pub fn format_size(bytes: usize) -> String {
+    if bytes < 1024 {
+        format!("{bytes}B")
+    } else if bytes < 1024 * 1024 {
+        format!("{:.1}KB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1}MB", bytes as f64 / (1024.0 * 1024.0))
+    }
+}
+
+fn base(text: &str, max_lines: usize, max_bytes: usize) -> Truncation {
+    Truncation {
+        content: text.to_string(),
+        truncated: false,
+        truncated_by: None,
+        total_lines: text.split('\n').count(),
+        total_bytes: text.len(),
+        output_lines: 0,
+        output_bytes: 0,
+        last_line_partial: false,
+        first_line_exceeds_limit: false,
+        max_lines,
+        max_bytes,
+    }
+}
+
+/// Keeps whole lines from the start. If the first line alone is over the byte limit, the
+/// content is empty and `first_line_exceeds_limit` is set.
+pub fn truncate_head(text: &str, max_lines: usize, max_bytes: usize) -> Truncation {
+    let mut t = base(text, max_lines, max_bytes);
+    if t.total_lines <= max_lines && t.total_bytes <= max_bytes {
+        t.output_lines = t.total_lines;
+        t.output_bytes = t.total_bytes;
+        return t;
+    }
+    let mut bytes = 0;
+    let mut kept = 0;
+    let mut by = TruncatedBy::Lines;
+    for (i, line) in text.split('\n').enumerate() {
+        if i >= max_lines {
+            by = TruncatedBy::Lines;
+            break;
+        }
+        let cost = line.len() + usize::from(i > 0);
+        if bytes + cost > max_bytes {
+            by = TruncatedBy::Bytes;
+            if i == 0 {
+                t.first_line_exceeds_limit = true;
+            }
+            break;
+        }
+        bytes += cost;
+        kept += 1;
+    }
+    t.content = text[..bytes].to_string();
+    t.truncated = true;
+    t.truncated_by = Some(by);
+    t.output_lines = kept;
+    t.output_bytes = bytes;
+    t
+}
+
+/// Keeps whole lines from the end. If the last line alone is over the byte limit, its final
+/// `max_bytes` (at a character boundary) are kept and `last_line_partial` is set.
+pub fn truncate_tail(text: &str, max_lines: usize, max_bytes: usize) -> Truncation {
+    let mut t = base(text, max_lines, max_bytes);
+    if t.total_lines <= max_lines && t.total_bytes <= max_bytes {
+        t.output_lines = t.total_lines;
+        t.output_bytes = t.total_bytes;
+        return t;
+    }
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut bytes = 0;
+    let mut kept = 0;
+    let mut by = TruncatedBy::Lines;
+    for (n, line) in lines.iter().rev().enumerate() {
+        if n >= max_lines {
+            by = TruncatedBy::Lines;
+            break;
+        }
+        let cost = line.len() + usize::from(n > 0);
+        if bytes + cost > max_bytes {
+            by = TruncatedBy::Bytes;
+            if n == 0 {
+                let mut start = line.len() - max_bytes;
+                while !line.is_char_boundary(start) {
+                    start += 1;
+                }
+                let tail = &line[start..];
+                t.content = tail.to_string();
+                t.truncated = true;
+                t.truncated_by = Some(by);
+                t.output_lines = 1;
+                t.output_bytes = tail.len();
+                t.last_line_partial = true;
+                return t;
+            }
+            break;
+        }
+        bytes += cost;
+        kept += 1;
+    }
+    t.content = lines[lines.len() - kept..].join("\n");
+    t.truncated = true;
+    t.truncated_by = Some(by);
+    t.output_lines = kept;
+    t.output_bytes = t.content.len();
+    t
+}
+
+/// `truncateLine`: at most `max` UTF-16 code units, then `... [truncated]`.
+pub fn truncate_line(line: &str, max: usize) -> String {
+    if line.encode_utf16().count() <= max {
+        return line.to_string();
+    }
+    let mut units = 0;
+    let mut end = 0;
+    for (i, c) in line.char_indices() {
+        if units + c.len_utf16() > max {
+            break;
+        }
+        units += c.len_utf16();
+        end = i + c.len_utf8();
+    }
+    format!("{}... [truncated]", &line[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(format_size(512), "512B");
+        assert_eq!(format_size(51_200), "50.0KB");
+        assert_eq!(format_size(60_000), "58.6KB");
+        assert_eq!(format_size(3 * 1024 * 1024 / 2), "1.5MB");
+    }
+
+    #[test]
+    fn head_by_lines_counts_the_trailing_newline() {
+        let text: String = (1..=3000).map(|i| format!("{i}\n")).collect();
+        let t = truncate_head(&text, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+        assert_eq!(t.total_lines, 3001);
+        assert!(t.truncated);
+        assert_eq!(t.truncated_by, Some(TruncatedBy::Lines));
+        assert_eq!(t.output_lines, 2000);
+        assert!(t.content.starts_with("1\n2\n") && t.content.ends_with("\n2000"));
+    }
+
+    #[test]
+    fn tail_by_lines_keeps_the_end() {
+        let text: String = (1..=3000).map(|i| format!("{i}\n")).collect();
+        let t = truncate_tail(&text, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+        assert_eq!(t.output_lines, 2000);
+        assert!(t.content.starts_with("1002\n"), "{}", &t.content[..10]);
+        assert!(t.content.ends_with("3000\n"));
+    }
+
+    #[test]
+    fn byte_limits() {
+        let line = "x".repeat(100);
+        let text = vec![line.as_str(); 1000].join("\n");
+        let t = truncate_head(&text, DEFAULT_MAX_LINES, 1000);
+        assert_eq!(t.truncated_by, Some(TruncatedBy::Bytes));
+        assert_eq!(t.output_lines, 9);
+        assert!(t.output_bytes <= 1000);
+        let huge = "é".repeat(1000);
+        let t = truncate_head(&huge, 10, 100);
+        assert!(t.first_line_exceeds_limit && t.content.is_empty());
+        let t = truncate_tail(&huge, 10, 101);
+        assert!(t.last_line_partial);
+        assert!(t.content.len() <= 101 && t.content.chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn small_text_is_untouched() {
+        let t = truncate_tail("a\nb\n", 10, 100);
+        assert!(!t.truncated);
+        assert_eq!(t.content, "a\nb\n");
+        assert_eq!(t.total_lines, 3);
+    }
+
+    #[test]
+    fn long_lines_are_cut_in_utf16_units() {
+        assert_eq!(truncate_line("abc", 5), "abc");
+        assert_eq!(truncate_line("abcdef", 3), "abc... [truncated]");
+        assert_eq!(truncate_line("😀😀", 3), "😀... [truncated]");
+    }
+}

@@ -1,0 +1,1 @@
+//! The `write` tool (being written).
