@@ -152,9 +152,11 @@ async fn stream_reply(
             })
             .collect(),
     };
+    // Lean events: the RPC writer keeps the snapshot itself (tau-rpc `snapshot`), which
+    // avoids cloning the growing message for every delta.
     let options = StreamOptions {
         cancel: cancel.clone(),
-        include_partial: true,
+        include_partial: false,
         ..spec.options.clone()
     };
     let mut events = stream(&spec.client, &spec.model, &context, options);
@@ -186,16 +188,10 @@ async fn stream_reply(
                 return message;
             }
             update => {
-                let snapshot = partial_of(&update)
-                    .cloned()
-                    .or_else(|| last_partial.clone());
-                if let Some(snapshot) = &snapshot {
-                    last_partial = Some(snapshot.clone());
-                }
                 host.emit(AgentEvent::MessageUpdate {
                     usage: None,
                     assistant_message_event: Box::new(update),
-                    message: snapshot.map(|m| Box::new(AgentMessage::Assistant(m))),
+                    message: None,
                 })
                 .await;
             }
@@ -225,21 +221,6 @@ async fn stream_reply(
     })
     .await;
     message
-}
-
-fn partial_of(event: &AssistantMessageEvent) -> Option<&AssistantMessage> {
-    match event {
-        AssistantMessageEvent::TextStart { partial, .. }
-        | AssistantMessageEvent::TextDelta { partial, .. }
-        | AssistantMessageEvent::TextEnd { partial, .. }
-        | AssistantMessageEvent::ThinkingStart { partial, .. }
-        | AssistantMessageEvent::ThinkingDelta { partial, .. }
-        | AssistantMessageEvent::ThinkingEnd { partial, .. }
-        | AssistantMessageEvent::ToolCallStart { partial, .. }
-        | AssistantMessageEvent::ToolCallDelta { partial, .. }
-        | AssistantMessageEvent::ToolCallEnd { partial, .. } => partial.as_ref(),
-        _ => None,
-    }
 }
 
 fn empty_reply(model: &Model) -> AssistantMessage {

@@ -6,7 +6,9 @@
 pub mod framing;
 pub mod parse;
 pub mod server;
+pub mod snapshot;
 pub mod wire;
 pub mod writer;
 
 pub use server::{ExitReason, RpcServer, serve};
+pub use snapshot::UpdateShape;

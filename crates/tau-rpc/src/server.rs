@@ -332,6 +332,7 @@ pub async fn serve<I, O>(
     input: I,
     output: O,
     version: &str,
+    shape: crate::UpdateShape,
     make_session: impl FnOnce(EventSink) -> AgentSession,
     shutdown: impl Future<Output = i32>,
 ) -> ExitReason
@@ -343,7 +344,7 @@ where
     let (failed_tx, mut failed_rx) = oneshot::channel();
     let writer = std::thread::Builder::new()
         .name("tau-stdout".into())
-        .spawn(move || crate::writer::write_loop(out_rx, output, failed_tx));
+        .spawn(move || crate::writer::write_loop(out_rx, output, shape, failed_tx));
     let writer = match writer {
         Ok(handle) => handle,
         Err(err) => {

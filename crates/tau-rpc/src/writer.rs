@@ -4,22 +4,27 @@
 
 use std::io::{self, Write};
 
-use tau_session::Outbound;
+use tau_agent::{AgentEvent, AgentMessage};
+use tau_session::{Outbound, SessionEvent};
 use tokio::sync::{mpsc, oneshot};
+
+use crate::snapshot::{SnapshotRenderer, UpdateShape};
 
 /// Writes records until every sender is gone, then flushes. On a write error (the client
 /// closed stdout) it reports through `failed` and stops.
 pub fn write_loop(
     mut records: mpsc::Receiver<Outbound>,
     output: impl Write,
+    shape: UpdateShape,
     failed: oneshot::Sender<io::Error>,
 ) {
-    let mut out = io::BufWriter::with_capacity(64 * 1024, output);
+    let mut out = io::BufWriter::with_capacity(256 * 1024, output);
+    let mut renderer = SnapshotRenderer::new(shape);
     let result = (|| -> io::Result<()> {
         while let Some(first) = records.blocking_recv() {
-            write_record(&mut out, first)?;
+            write_record(&mut out, &mut renderer, first)?;
             while let Ok(next) = records.try_recv() {
-                write_record(&mut out, next)?;
+                write_record(&mut out, &mut renderer, next)?;
             }
             out.flush()?;
         }
@@ -30,10 +35,31 @@ pub fn write_loop(
     }
 }
 
-fn write_record(out: &mut impl Write, record: Outbound) -> io::Result<()> {
+fn write_record(
+    out: &mut impl Write,
+    renderer: &mut SnapshotRenderer,
+    record: Outbound,
+) -> io::Result<()> {
     match record {
         Outbound::Line(line) => out.write_all(&line)?,
         Outbound::Event(event) => {
+            match event.as_ref() {
+                SessionEvent::Agent(AgentEvent::MessageUpdate {
+                    usage,
+                    assistant_message_event,
+                    ..
+                }) => {
+                    renderer.write_update(out, usage.as_ref(), assistant_message_event)?;
+                    return out.write_all(b"\n");
+                }
+                SessionEvent::Agent(AgentEvent::MessageStart {
+                    message: AgentMessage::Assistant(message),
+                }) => renderer.start(message)?,
+                SessionEvent::Agent(AgentEvent::MessageEnd {
+                    message: AgentMessage::Assistant(_),
+                }) => renderer.end(),
+                _ => {}
+            }
             if let Err(err) = serde_json::to_writer(&mut *out, &event) {
                 if err.is_io() {
                     return Err(io::Error::other(err));

@@ -19,6 +19,16 @@ pub enum Mode {
     Json,
 }
 
+/// Shape of `message_update` records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum MessageUpdates {
+    /// Document 004 / pi 0.79: the delta plus the whole message so far, twice.
+    #[default]
+    Full,
+    /// pi 1.x: `{type, usage, assistantMessageEvent}` without snapshots.
+    Lean,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "tau",
@@ -37,6 +47,9 @@ pub struct Cli {
     /// Output mode; only `rpc` is available so far.
     #[arg(long, value_enum, value_name = "MODE")]
     pub mode: Option<Mode>,
+    /// Shape of `message_update` records: `full` (pi 0.79, default) or `lean` (pi 1.x).
+    #[arg(long, value_enum, value_name = "SHAPE", default_value_t = MessageUpdates::Full)]
+    pub message_updates: MessageUpdates,
 
     /// Provider used to resolve --model (anthropic, openai, google, …).
     #[arg(long, value_name = "NAME")]

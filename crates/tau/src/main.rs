@@ -104,10 +104,15 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         let _context = runtime.enter();
         TerminationSignals::install()
     };
+    let shape = match options.cli.message_updates {
+        cli::MessageUpdates::Full => tau_rpc::UpdateShape::Full,
+        cli::MessageUpdates::Lean => tau_rpc::UpdateShape::Lean,
+    };
     let reason = runtime.block_on(tau_rpc::serve(
         io::stdin(),
         protocol_out,
         env!("CARGO_PKG_VERSION"),
+        shape,
         |sink| AgentSession::new(config, settings, registry, startup, sink),
         signals.first(),
     ));

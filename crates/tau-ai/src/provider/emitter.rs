@@ -170,6 +170,8 @@ impl Emitter {
                 .await;
             }
             Op::ToolCallStart { id, name } => {
+                // The event names the call (pi 1.x's lean shape); the 0.79 writer drops them.
+                let (event_id, event_name) = (id.clone(), name.clone());
                 self.push(AssistantContent::ToolCall(ToolCall {
                     id,
                     name,
@@ -180,8 +182,8 @@ impl Emitter {
                 let partial = self.partial();
                 self.send(AssistantMessageEvent::ToolCallStart {
                     content_index,
-                    id: None,
-                    tool_name: None,
+                    id: Some(event_id),
+                    tool_name: Some(event_name),
                     partial,
                 })
                 .await;

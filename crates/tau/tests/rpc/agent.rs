@@ -16,6 +16,10 @@ fn setup() -> (BackgroundMock, Tau) {
 }
 
 fn setup_with(api: &str) -> (BackgroundMock, Tau) {
+    setup_args(api, &[])
+}
+
+fn setup_args(api: &str, args: &[&str]) -> (BackgroundMock, Tau) {
     let mock = MockServer::start_background().unwrap();
     let base = match api {
         "anthropic-messages" => mock.url(),
@@ -26,12 +30,13 @@ fn setup_with(api: &str) -> (BackgroundMock, Tau) {
         "baseUrl": base, "api": api, "apiKey": "mock-key",
         "models": [{"id": "mock-1", "reasoning": true, "contextWindow": 100000, "maxTokens": 4096}],
     }}});
-    let t = ready_tau(
-        tau()
-            .agent_file("models.json", models.to_string())
-            .arg("--no-session"),
-    );
-    (mock, t)
+    let mut builder = tau()
+        .agent_file("models.json", models.to_string())
+        .arg("--no-session");
+    for arg in args {
+        builder = builder.arg(*arg);
+    }
+    (mock, ready_tau(builder))
 }
 
 fn kinds_until_settled(t: &mut Tau) -> Vec<Value> {
@@ -411,4 +416,75 @@ fn closing_stdin_lets_the_run_finish() {
     let records = kinds_until_settled(&mut t);
     assert!(types(&records).contains(&"agent_end".to_string()));
     assert!(t.wait_exit(Duration::from_secs(15)).success());
+}
+
+#[test]
+fn lean_message_updates_when_asked() {
+    let (mock, mut t) = setup_args("openai-completions", &["--message-updates", "lean"]);
+    mock.push(
+        Reply::new()
+            .with_text("Hi")
+            .tool_call("call_1", "bash", json!({"command": "ls"})),
+    );
+    mock.push(Reply::text("done"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let records = kinds_until_settled(&mut t);
+    let updates: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "message_update")
+        .collect();
+    assert!(!updates.is_empty());
+    for update in &updates {
+        let keys: Vec<&str> = update
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["type", "usage", "assistantMessageEvent"], "{update}");
+        assert!(update["assistantMessageEvent"].get("partial").is_none());
+    }
+    let start = updates
+        .iter()
+        .find(|u| u["assistantMessageEvent"]["type"] == "toolcall_start")
+        .unwrap();
+    assert_eq!(start["assistantMessageEvent"]["id"], "call_1");
+    assert_eq!(start["assistantMessageEvent"]["toolName"], "bash");
+}
+
+#[test]
+fn full_updates_follow_document_004() {
+    let (mock, mut t) = setup();
+    mock.push(Reply::new().tool_call("call_1", "bash", json!({"command": "ls"})));
+    mock.push(Reply::text("done"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let records = kinds_until_settled(&mut t);
+    let start = records
+        .iter()
+        .find(|r| {
+            r["type"] == "message_update" && r["assistantMessageEvent"]["type"] == "toolcall_start"
+        })
+        .unwrap();
+    let event_keys: Vec<&str> = start["assistantMessageEvent"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(event_keys, ["type", "contentIndex", "partial"]);
+    let end = records
+        .iter()
+        .find(|r| {
+            r["type"] == "message_update" && r["assistantMessageEvent"]["type"] == "toolcall_end"
+        })
+        .unwrap();
+    assert_eq!(
+        end["assistantMessageEvent"]["toolCall"]["arguments"],
+        json!({"command": "ls"})
+    );
+    assert_eq!(
+        end["message"]["content"][0]["arguments"],
+        json!({"command": "ls"})
+    );
+    assert_eq!(end["message"], end["assistantMessageEvent"]["partial"]);
 }

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""End-to-end streaming benchmark (issue 5): a reply of N deltas of 4 characters from
+tau-mock-llm, through `tau --mode rpc`, with this script draining stdout as a client would.
+Reports wall time, the agent's CPU time (user+sys) and peak RSS, and the bytes written, for
+tau (full pi 0.79 shape), tau (lean pi 1.x shape) and, when installed, pi 0.79 itself in the
+same run.
+
+    python3 bench/rpc-stream.py [--deltas 10000] [--pi /tmp/pi-ref]
+
+Needs release builds: cargo build --release -p tau -p tau-mock-llm
+"""
+import argparse, json, os, subprocess, sys, tempfile, time, urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TAU = os.path.join(ROOT, "target/release/tau")
+MOCK = os.path.join(ROOT, "target/release/tau-mock-llm")
+
+
+def post(url, body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    urllib.request.urlopen(req).read()
+
+
+def run(cmd, env, url, deltas):
+    chunks = ["%04d" % (i % 10000) for i in range(deltas)]
+    post(url + "/_mock/replies", {"content": [{"type": "text", "chunks": chunks}]})
+    with tempfile.NamedTemporaryFile("r") as timing:
+        proc = subprocess.Popen(["/usr/bin/time", "-f", "%e %U %S %M", "-o", timing.name] + cmd,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env, bufsize=0)
+        start = time.monotonic()
+        proc.stdin.write(b'{"id":"p","type":"prompt","message":"stream please"}\n')
+        proc.stdin.flush()
+        total, updates, tail = 0, 0, b""
+        while True:
+            chunk = proc.stdout.read(1 << 20)
+            if not chunk:
+                raise SystemExit("%s ended before agent_end" % cmd[0])
+            total += len(chunk)
+            data = tail + chunk
+            pattern = b'\n{"type":"message_update"'
+            updates += data.count(pattern) - tail.count(pattern)
+            if b'\n{"type":"agent_end"' in data:
+                break
+            tail = data[-64:]
+        wall = time.monotonic() - start
+        proc.stdin.close()
+        proc.stdout.read()
+        proc.wait()
+        elapsed, user, system, rss_kb = timing.read().split()
+    return {"wall": wall, "cpu": float(user) + float(system), "rss_mb": int(rss_kb) / 1024,
+            "bytes": total, "updates": updates}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--deltas", type=int, default=10000)
+    parser.add_argument("--pi", default="/tmp/pi-ref")
+    args = parser.parse_args()
+    mock = subprocess.Popen([MOCK, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    url = json.loads(mock.stdout.readline())["url"]
+    work = tempfile.mkdtemp()
+    models = {"providers": {"mock": {"baseUrl": url + "/v1", "api": "openai-completions", "apiKey": "k",
+                                     "models": [{"id": "mock-1", "contextWindow": 1000000, "maxTokens": 100000}]}}}
+    for d in ("tau", "pi"):
+        os.makedirs(os.path.join(work, d))
+        with open(os.path.join(work, d, "models.json"), "w") as f:
+            json.dump(models, f)
+    env = dict(os.environ, TAU_AGENT_DIR=os.path.join(work, "tau"), PI_CODING_AGENT_DIR=os.path.join(work, "pi"),
+               PI_OFFLINE="1", PI_SKIP_VERSION_CHECK="1")
+    targets = [("tau (full)", [TAU, "--mode", "rpc", "--no-session"]),
+               ("tau (lean)", [TAU, "--mode", "rpc", "--no-session", "--message-updates", "lean"])]
+    pi = os.path.join(args.pi, "node_modules/.bin/pi")
+    if os.path.exists(pi):
+        targets.append(("pi 0.79", [pi, "--mode", "rpc", "--no-session", "--model", "mock/mock-1"]))
+    results = {}
+    print("%-11s %9s %9s %9s %12s %8s" % ("", "wall s", "cpu s", "rss MB", "stdout MB", "updates"))
+    try:
+        for name, cmd in targets:
+            r = run(cmd, env, url, args.deltas)
+            results[name] = r
+            print("%-11s %9.3f %9.3f %9.1f %12.1f %8d" % (name, r["wall"], r["cpu"], r["rss_mb"], r["bytes"] / 1e6, r["updates"]))
+    finally:
+        mock.kill()
+    if "pi 0.79" in results:
+        pi_r = results["pi 0.79"]
+        for name in ("tau (full)", "tau (lean)"):
+            r = results[name]
+            print("%s / pi: %.3f of the CPU, %.3f of the wall time, %.3f of the memory"
+                  % (name, r["cpu"] / pi_r["cpu"], r["wall"] / pi_r["wall"], r["rss_mb"] / pi_r["rss_mb"]))
+
+
+if __name__ == "__main__":
+    main()
