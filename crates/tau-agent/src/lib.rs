@@ -7,6 +7,7 @@ mod event;
 mod message;
 mod run;
 mod tool;
+mod validate;
 
 pub use convert::convert_to_llm;
 pub use event::{AgentEvent, AgentToolResult};
@@ -16,6 +17,7 @@ pub use message::{
 };
 pub use run::{RunHost, RunSpec, run};
 pub use tool::{AgentTool, ToolContext};
+pub use validate::{coerce, validate_arguments};
 
 mod modes;
 pub use modes::{InterruptMode, QueueMode};

@@ -279,10 +279,13 @@ async fn execute_tools(
         let prepared = match spec.tools.iter().find(|t| t.name() == call.name) {
             None => Err(format!("Tool {} not found", call.name)),
             Some(_) if cancel.is_cancelled() => Err("Operation aborted".to_string()),
-            Some(tool) => Ok(Arc::clone(tool)),
+            Some(tool) => {
+                crate::validate_arguments(tool.name(), tool.parameters(), &call.arguments)
+                    .map(|arguments| (Arc::clone(tool), arguments))
+            }
         };
         match prepared {
-            Ok(tool) => runnable.push((i, tool)),
+            Ok((tool, arguments)) => runnable.push((i, tool, arguments)),
             Err(message) => {
                 let result = text_result(message);
                 end_event(host, call, &result, true).await;
@@ -290,12 +293,12 @@ async fn execute_tools(
             }
         }
     }
-    let finished = join_all(runnable.into_iter().map(|(i, tool)| {
+    let finished = join_all(runnable.into_iter().map(|(i, tool, arguments)| {
         let call = &calls[i];
         async move {
             let (tx, mut rx) = mpsc::unbounded_channel();
             let context = ToolContext::new(cancel.clone(), tx);
-            let mut execution = tool.execute(&call.id, call.arguments.clone(), context);
+            let mut execution = tool.execute(&call.id, arguments, context);
             let outcome = loop {
                 tokio::select! {
                     biased;
@@ -311,6 +314,16 @@ async fn execute_tools(
                     outcome = &mut execution => break outcome,
                 }
             };
+            // Progress sent in the same poll that finished the tool is still reported.
+            while let Ok(partial) = rx.try_recv() {
+                host.emit(AgentEvent::ToolExecutionUpdate {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    args: json!(call.arguments),
+                    partial_result: partial,
+                })
+                .await;
+            }
             let (result, is_error) = match outcome {
                 Ok(result) => (result, false),
                 Err(message) => (text_result(message), true),

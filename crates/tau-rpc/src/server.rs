@@ -61,9 +61,19 @@ impl RpcServer {
                 }
             }
             Inbound::Rejected(response) => self.sink.emit_line(response.to_line()).await,
-            // No dialog or host-tool call can be pending before extensions and the agent loop
-            // exist; pi and xcsh ignore frames whose id matches nothing.
-            Inbound::UiResponse(_) | Inbound::HostToolResult(_) | Inbound::HostToolUpdate(_) => {}
+            Inbound::HostToolResult(frame) => self.session.host_bridge().resolve(
+                &frame.id,
+                frame.result,
+                frame.is_error == Some(true),
+            ),
+            Inbound::HostToolUpdate(frame) => {
+                self.session
+                    .host_bridge()
+                    .update(&frame.id, frame.partial_result);
+            }
+            // No dialog can be pending before extensions exist; pi ignores responses whose id
+            // matches nothing.
+            Inbound::UiResponse(_) => {}
             Inbound::Ignored => {}
         }
     }

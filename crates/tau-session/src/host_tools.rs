@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tau_ai::UserContentBlock;
 
 /// A host tool as the host describes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,6 +16,37 @@ pub struct HostToolDefinition {
     pub parameters: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden: Option<bool>,
+}
+
+/// The output of a host tool, final or partial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostToolOutput {
+    pub content: Vec<UserContentBlock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    #[serde(rename = "isWarning", default, skip_serializing_if = "Option::is_none")]
+    pub is_warning: Option<bool>,
+}
+
+/// `{"type":"host_tool_call",…}` (stdout): run a host tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename = "host_tool_call")]
+pub struct HostToolCall {
+    pub id: String,
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    #[serde(rename = "toolName")]
+    pub tool_name: String,
+    pub arguments: Value,
+}
+
+/// `{"type":"host_tool_cancel","id":…,"targetId":…}` (stdout).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename = "host_tool_cancel")]
+pub struct HostToolCancel {
+    pub id: String,
+    #[serde(rename = "targetId")]
+    pub target_id: String,
 }
 
 /// A validated host tool.
@@ -171,5 +203,160 @@ mod tests {
         );
         assert_eq!(reg.tools().len(), 1);
         assert_eq!(reg.tools()[0].name, "keep");
+    }
+}
+
+/// Routes host-tool replies (stdin frames) to the calls waiting for them.
+#[derive(Debug, Default)]
+pub struct HostToolBridge {
+    pending: std::sync::Mutex<std::collections::HashMap<String, PendingCall>>,
+}
+
+#[derive(Debug)]
+struct PendingCall {
+    result: tokio::sync::oneshot::Sender<(HostToolOutput, bool)>,
+    updates: tokio::sync::mpsc::UnboundedSender<HostToolOutput>,
+}
+
+impl HostToolBridge {
+    fn calls(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, PendingCall>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A `host_tool_result`: settles the call; unknown or settled ids are ignored (xcsh).
+    pub fn resolve(&self, id: &str, output: HostToolOutput, is_error: bool) {
+        if let Some(call) = self.calls().remove(id) {
+            let _ = call.result.send((output, is_error));
+        }
+    }
+
+    /// A `host_tool_update`: progress for a pending call; unknown ids are ignored.
+    pub fn update(&self, id: &str, output: HostToolOutput) {
+        if let Some(call) = self.calls().get(id) {
+            let _ = call.updates.send(output);
+        }
+    }
+}
+
+/// A 16-character lowercase hex id, like xcsh's server-side ids.
+fn new_frame_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..16].to_string()
+}
+
+/// A host tool as the agent loop sees it: each call becomes a `host_tool_call` frame and
+/// waits for the host's `host_tool_result`.
+pub struct HostTool {
+    tool: RegisteredHostTool,
+    bridge: std::sync::Arc<HostToolBridge>,
+    events: crate::EventSink,
+}
+
+impl HostTool {
+    pub fn new(
+        tool: RegisteredHostTool,
+        bridge: std::sync::Arc<HostToolBridge>,
+        events: crate::EventSink,
+    ) -> Self {
+        Self {
+            tool,
+            bridge,
+            events,
+        }
+    }
+
+    async fn call(
+        &self,
+        call_id: &str,
+        arguments: serde_json::Map<String, Value>,
+        context: tau_agent::ToolContext,
+    ) -> Result<tau_agent::AgentToolResult, String> {
+        let aborted = || format!("Host tool \"{}\" was aborted", self.tool.name);
+        if context.cancel.is_cancelled() {
+            return Err(aborted());
+        }
+        let id = new_frame_id();
+        let (result_tx, mut result_rx) = tokio::sync::oneshot::channel();
+        let (updates_tx, mut updates_rx) = tokio::sync::mpsc::unbounded_channel();
+        self.bridge.calls().insert(
+            id.clone(),
+            PendingCall {
+                result: result_tx,
+                updates: updates_tx,
+            },
+        );
+        let frame = HostToolCall {
+            id: id.clone(),
+            tool_call_id: call_id.to_string(),
+            tool_name: self.tool.name.clone(),
+            arguments: Value::Object(arguments),
+        };
+        self.events
+            .emit_line(serde_json::to_vec(&frame).map_err(|e| e.to_string())?)
+            .await;
+        loop {
+            tokio::select! {
+                biased;
+                () = context.cancel.cancelled() => {
+                    self.bridge.calls().remove(&id);
+                    let cancel = HostToolCancel { id: new_frame_id(), target_id: id };
+                    if let Ok(line) = serde_json::to_vec(&cancel) {
+                        self.events.emit_line(line).await;
+                    }
+                    return Err(aborted());
+                }
+                Some(update) = updates_rx.recv() => {
+                    context.update(tau_agent::AgentToolResult {
+                        content: update.content,
+                        details: update.details,
+                        terminate: None,
+                    });
+                }
+                result = &mut result_rx => {
+                    return match result {
+                        Ok((output, false)) => Ok(tau_agent::AgentToolResult {
+                            content: output.content,
+                            details: output.details,
+                            terminate: None,
+                        }),
+                        Ok((output, true)) => {
+                            let text: Vec<&str> = output
+                                .content
+                                .iter()
+                                .filter_map(|b| match b {
+                                    UserContentBlock::Text(t) => Some(t.text.as_str()),
+                                    UserContentBlock::Image(_) => None,
+                                })
+                                .collect();
+                            let text = text.join("\n").trim().to_string();
+                            Err(if text.is_empty() { "Host tool execution failed".to_string() } else { text })
+                        }
+                        Err(_) => Err("RPC client disconnected before host tool execution completed".to_string()),
+                    };
+                }
+            }
+        }
+    }
+}
+
+impl tau_agent::AgentTool for HostTool {
+    fn name(&self) -> &str {
+        &self.tool.name
+    }
+
+    fn description(&self) -> &str {
+        &self.tool.description
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.tool.parameters
+    }
+
+    fn execute<'a>(
+        &'a self,
+        call_id: &'a str,
+        arguments: serde_json::Map<String, Value>,
+        context: tau_agent::ToolContext,
+    ) -> futures_util::future::BoxFuture<'a, Result<tau_agent::AgentToolResult, String>> {
+        Box::pin(self.call(call_id, arguments, context))
     }
 }

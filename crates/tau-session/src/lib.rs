@@ -13,7 +13,10 @@ pub mod settings;
 mod todos;
 
 pub use events::{CompactionReason, CompactionResult, SessionEvent, TodoReminderItem};
-pub use host_tools::{HostToolDefinition, HostToolError, HostToolRegistry, RegisteredHostTool};
+pub use host_tools::{
+    HostTool, HostToolBridge, HostToolCall, HostToolCancel, HostToolDefinition, HostToolError,
+    HostToolOutput, HostToolRegistry, RegisteredHostTool,
+};
 pub use models::{StartupModel, resolve_startup_model};
 pub use outbound::{EventSink, Outbound};
 pub use session::{AgentSession, Launch, PromptOutcome, QueueAs, SessionConfig, SessionError};

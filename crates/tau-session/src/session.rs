@@ -97,6 +97,9 @@ pub struct Launch {
 struct ActiveRun {
     cancel: CancellationToken,
     handle: JoinHandle<()>,
+    /// Cleared when the run has ended (`agent_end` written), before its task writes
+    /// `agent_settled` and exits: from then on a new prompt starts a new run.
+    running: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// One conversation.
@@ -109,6 +112,7 @@ pub struct AgentSession {
     client: Option<HttpClient>,
     conversation: Arc<Conversation>,
     active: Option<ActiveRun>,
+    host_bridge: Arc<crate::HostToolBridge>,
     /// `--models` / `enabledModels`, for `cycle_model`.
     scope: Vec<ScopedModel>,
     session_id: String,
@@ -155,6 +159,7 @@ impl AgentSession {
             conversation,
             client: None,
             active: None,
+            host_bridge: Arc::new(crate::HostToolBridge::default()),
             interrupt_mode: settings.interrupt_mode(),
             auto_compaction: settings.compaction_enabled(),
             auto_retry: settings.retry_enabled(),
@@ -217,7 +222,17 @@ impl AgentSession {
     pub fn is_streaming(&self) -> bool {
         self.active
             .as_ref()
-            .is_some_and(|run| !run.handle.is_finished())
+            .is_some_and(|run| run.running.load(std::sync::atomic::Ordering::Acquire))
+    }
+
+    /// Waits for an ended run's task to write its last event, so a new run's events never
+    /// interleave with it.
+    async fn reap(&mut self) {
+        if !self.is_streaming()
+            && let Some(run) = self.active.take()
+        {
+            let _ = run.handle.await;
+        }
     }
     /// True while a compaction runs (compaction arrives with its own issue).
     pub fn is_compacting(&self) -> bool {
@@ -469,6 +484,7 @@ impl AgentSession {
         images: Vec<ImageContent>,
         queue_as: Option<QueueAs>,
     ) -> Result<PromptOutcome, SessionError> {
+        self.reap().await;
         if self.is_streaming() {
             let Some(queue_as) = queue_as else {
                 return Err(SessionError::Busy);
@@ -535,7 +551,7 @@ impl AgentSession {
             client,
             model: Model { base_url, ..model },
             system_prompt: Some(self.system_prompt()),
-            tools: Vec::new(),
+            tools: self.run_tools(),
             options: StreamOptions {
                 api_key,
                 headers,
@@ -550,15 +566,43 @@ impl AgentSession {
             events: self.events.clone(),
         };
         let run_cancel = cancel.clone();
+        let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let run_flag = Arc::clone(&running);
         let handle = tokio::spawn(async move {
             tau_agent::run(&spec, vec![launch.prompt], &host, &run_cancel).await;
+            run_flag.store(false, std::sync::atomic::Ordering::Release);
             host.events
                 .emit(SessionEvent::AgentSettled {
                     aborted: run_cancel.is_cancelled(),
                 })
                 .await;
         });
-        self.active = Some(ActiveRun { cancel, handle });
+        self.active = Some(ActiveRun {
+            cancel,
+            handle,
+            running,
+        });
+    }
+
+    /// Routes host-tool replies to waiting calls.
+    pub fn host_bridge(&self) -> &crate::HostToolBridge {
+        &self.host_bridge
+    }
+
+    /// The tools a run offers: the active host tools (built-in tools join with tau-tools).
+    fn run_tools(&self) -> Vec<Arc<dyn tau_agent::AgentTool>> {
+        self.host_tools
+            .tools()
+            .iter()
+            .filter(|t| t.active)
+            .map(|t| {
+                Arc::new(crate::HostTool::new(
+                    t.clone(),
+                    Arc::clone(&self.host_bridge),
+                    self.events.clone(),
+                )) as Arc<dyn tau_agent::AgentTool>
+            })
+            .collect()
     }
 
     /// Aborts the active run and waits until it has emitted its last events. Queues are

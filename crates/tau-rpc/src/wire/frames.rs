@@ -3,8 +3,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
-use tau_ai::UserContentBlock;
-use tau_session::SessionEvent;
+use tau_session::{HostToolCall, HostToolCancel, HostToolOutput, SessionEvent};
 
 /// `{"type":"ready","version":…}`: the first line on stdout (decision 5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -210,37 +209,6 @@ pub struct ExtensionUiResponse {
     /// xcsh: the dialog timed out on the host's side.
     #[serde(rename = "timedOut", default, skip_serializing_if = "Option::is_none")]
     pub timed_out: Option<bool>,
-}
-
-/// The output of a host tool, final or partial.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostToolOutput {
-    pub content: Vec<UserContentBlock>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
-    #[serde(rename = "isWarning", default, skip_serializing_if = "Option::is_none")]
-    pub is_warning: Option<bool>,
-}
-
-/// `{"type":"host_tool_call",…}` (stdout): run a host tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename = "host_tool_call")]
-pub struct HostToolCall {
-    pub id: String,
-    #[serde(rename = "toolCallId")]
-    pub tool_call_id: String,
-    #[serde(rename = "toolName")]
-    pub tool_name: String,
-    pub arguments: Value,
-}
-
-/// `{"type":"host_tool_cancel","id":…,"targetId":…}` (stdout).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename = "host_tool_cancel")]
-pub struct HostToolCancel {
-    pub id: String,
-    #[serde(rename = "targetId")]
-    pub target_id: String,
 }
 
 /// `{"type":"host_tool_result",…}` (stdin): a host tool finished.

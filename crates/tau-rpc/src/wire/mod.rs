@@ -22,8 +22,8 @@ pub use command::{
     SetThinkingLevelCommand, SetTodosCommand, StreamingBehavior, SwitchSessionCommand,
 };
 pub use frames::{
-    ExtensionUiRequest, ExtensionUiResponse, HostToolCall, HostToolCancel, HostToolOutput,
-    HostToolResult, HostToolUpdate, OutboundRecord, Ready, Response, ResponseType, UiMethod,
+    ExtensionUiRequest, ExtensionUiResponse, HostToolResult, HostToolUpdate, OutboundRecord, Ready,
+    Response, ResponseType, UiMethod,
 };
 pub use payloads::{
     BashResult, CancelledData, CommandInfo, CommandsData, ContextUsage, CycleModelData,
@@ -43,6 +43,6 @@ pub use tau_ai::{
     ToolResultMessage, Usage, UserContent, UserContentBlock, UserMessage,
 };
 pub use tau_session::{
-    CompactionReason, CompactionResult, HostToolDefinition, SessionEvent, TodoItem, TodoPhase,
-    TodoReminderItem, TodoStatus,
+    CompactionReason, CompactionResult, HostToolCall, HostToolCancel, HostToolDefinition,
+    HostToolOutput, SessionEvent, TodoItem, TodoPhase, TodoReminderItem, TodoStatus,
 };

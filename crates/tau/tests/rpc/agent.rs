@@ -488,3 +488,131 @@ fn full_updates_follow_document_004() {
     );
     assert_eq!(end["message"], end["assistantMessageEvent"]["partial"]);
 }
+
+fn echo_tool() -> Value {
+    json!({"type": "set_host_tools", "tools": [{
+        "name": "echo_host", "description": "Echo a value from the host",
+        "parameters": {"type": "object", "properties": {"message": {"type": "string"}, "times": {"type": "integer"}},
+                       "required": ["message"], "additionalProperties": false}
+    }]})
+}
+
+#[test]
+fn host_tool_round_trip() {
+    let (mock, mut t) = setup();
+    assert_eq!(
+        t.request(echo_tool())["data"],
+        json!({"toolNames": ["echo_host"]})
+    );
+    mock.push(Reply::new().tool_call(
+        "call_1",
+        "echo_host",
+        json!({"message": "hello", "times": "2"}),
+    ));
+    mock.push(Reply::text("The host said hello."));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "use the host tool"}));
+    let call = t.event("host_tool_call");
+    assert_eq!(call["toolCallId"], "call_1");
+    assert_eq!(call["toolName"], "echo_host");
+    assert_eq!(
+        call["arguments"],
+        json!({"message": "hello", "times": 2}),
+        "coerced before the host sees it"
+    );
+    let id = call["id"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 16);
+    t.send(&json!({"type": "host_tool_update", "id": id, "partialResult": {"content": [{"type": "text", "text": "working"}]}}));
+    t.send(&json!({"type": "host_tool_result", "id": id, "result": {"content": [{"type": "text", "text": "hello hello"}], "details": {"n": 2}}}));
+    let records = kinds_until_settled(&mut t);
+    let update = records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_update")
+        .unwrap();
+    assert_eq!(update["partialResult"]["content"][0]["text"], "working");
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_end")
+        .unwrap();
+    assert_eq!(end["isError"], false);
+    assert_eq!(
+        end["result"],
+        json!({"content": [{"type": "text", "text": "hello hello"}], "details": {"n": 2}})
+    );
+    assert!(
+        mock.requests()[0].body.to_string().contains("echo_host"),
+        "the tool is offered"
+    );
+    assert!(
+        mock.requests()[1].body.to_string().contains("hello hello"),
+        "the result reaches the model"
+    );
+}
+
+#[test]
+fn host_tool_errors_validation_and_abort() {
+    let (mock, mut t) = setup();
+    t.request(echo_tool());
+    // An error result: texts joined, images and details dropped.
+    mock.push(Reply::new().tool_call("c1", "echo_host", json!({"message": "x"})));
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let id = t.event("host_tool_call")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.send(&json!({"type": "host_tool_result", "id": id, "isError": true,
+                   "result": {"content": [{"type": "text", "text": " broke "}, {"type": "text", "text": "badly"}], "details": {"x": 1}}}));
+    let records = kinds_until_settled(&mut t);
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_end")
+        .unwrap();
+    assert_eq!(end["isError"], true);
+    assert_eq!(end["result"]["content"][0]["text"], "broke \nbadly");
+    assert_eq!(end["result"]["details"], json!({}));
+
+    // Invalid arguments never reach the host.
+    mock.push(Reply::new().tool_call("c2", "echo_host", json!({"wrong": true})));
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p2", "type": "prompt", "message": "go"}));
+    let records = kinds_until_settled(&mut t);
+    assert!(!records.iter().any(|r| r["type"] == "host_tool_call"));
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_end")
+        .unwrap();
+    let text = end["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Validation failed for tool \"echo_host\":"),
+        "{text}"
+    );
+    assert!(text.contains("Received arguments:"), "{text}");
+
+    // Abort while the host works: a cancel frame names the call.
+    mock.push(Reply::new().tool_call("c3", "echo_host", json!({"message": "slow"})));
+    t.send(&json!({"id": "p3", "type": "prompt", "message": "go"}));
+    let id = t.event("host_tool_call")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.send(&json!({"id": "a", "type": "abort"}));
+    let cancel = t.event("host_tool_cancel");
+    assert_eq!(cancel["targetId"], id);
+    assert_ne!(cancel["id"], id);
+    let records = kinds_until_settled(&mut t);
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_end")
+        .unwrap();
+    assert_eq!(
+        end["result"]["content"][0]["text"],
+        "Host tool \"echo_host\" was aborted"
+    );
+    assert_eq!(t.response("a")["success"], true);
+    // A late result for the cancelled call is ignored.
+    t.send(&json!({"type": "host_tool_result", "id": id, "result": {"content": []}}));
+    assert_eq!(
+        t.request(json!({"type": "get_state"}))["data"]["isStreaming"],
+        false
+    );
+}
