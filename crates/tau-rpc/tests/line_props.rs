@@ -131,6 +131,11 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
             api_key: None,
             system_prompt: None,
             append_system_prompt: Vec::new(),
+            no_context_files: true,
+            tools: None,
+            exclude_tools: Vec::new(),
+            no_tools: false,
+            no_builtin_tools: false,
         };
         let registry = tau_ai::registry::Registry::new(dir.path(), |_| None);
         let startup = tau_session::StartupModel {

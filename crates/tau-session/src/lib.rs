@@ -10,6 +10,7 @@ mod outbound;
 pub mod paths;
 mod session;
 pub mod settings;
+pub mod system_prompt;
 mod todos;
 
 pub use events::{CompactionReason, CompactionResult, SessionEvent, TodoReminderItem};

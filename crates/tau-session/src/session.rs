@@ -42,6 +42,16 @@ pub struct SessionConfig {
     pub system_prompt: Option<String>,
     /// `--append-system-prompt` (texts or files).
     pub append_system_prompt: Vec<String>,
+    /// `--no-context-files`.
+    pub no_context_files: bool,
+    /// `--tools`: only these tools (built-in and host).
+    pub tools: Option<Vec<String>>,
+    /// `--exclude-tools`.
+    pub exclude_tools: Vec<String>,
+    /// `--no-tools`: none at all (unless `--tools` names some).
+    pub no_tools: bool,
+    /// `--no-builtin-tools`.
+    pub no_builtin_tools: bool,
 }
 
 /// Errors of session operations; the text is what the RPC client sees.
@@ -113,6 +123,8 @@ pub struct AgentSession {
     conversation: Arc<Conversation>,
     active: Option<ActiveRun>,
     host_bridge: Arc<crate::HostToolBridge>,
+    /// Context files, read once at startup.
+    context_files: Vec<(PathBuf, String)>,
     /// `--models` / `enabledModels`, for `cycle_model`.
     scope: Vec<ScopedModel>,
     session_id: String,
@@ -160,6 +172,11 @@ impl AgentSession {
             client: None,
             active: None,
             host_bridge: Arc::new(crate::HostToolBridge::default()),
+            context_files: if config.no_context_files {
+                Vec::new()
+            } else {
+                crate::system_prompt::load_context_files(&config.agent_dir, &config.cwd)
+            },
             interrupt_mode: settings.interrupt_mode(),
             auto_compaction: settings.compaction_enabled(),
             auto_retry: settings.retry_enabled(),
@@ -547,11 +564,12 @@ impl AgentSession {
             .client
             .get_or_insert_with(tau_ai::provider::http_client)
             .clone();
+        let tools = self.run_tools();
         let spec = RunSpec {
             client,
             model: Model { base_url, ..model },
-            system_prompt: Some(self.system_prompt()),
-            tools: self.run_tools(),
+            system_prompt: Some(self.system_prompt(&tools)),
+            tools,
             options: StreamOptions {
                 api_key,
                 headers,
@@ -621,29 +639,40 @@ impl AgentSession {
         }
     }
 
-    /// The system prompt: `--system-prompt` (text or file) or tau's own, then every
-    /// `--append-system-prompt`, then the date and working directory.
-    fn system_prompt(&self) -> String {
-        let read =
-            |value: &str| std::fs::read_to_string(value).unwrap_or_else(|_| value.to_string());
-        let mut prompt = match &self.config.system_prompt {
-            Some(custom) => read(custom),
-            None => DEFAULT_SYSTEM_PROMPT.to_string(),
-        };
-        for extra in &self.config.append_system_prompt {
-            prompt.push_str("\n\n");
-            prompt.push_str(&read(extra));
-        }
-        let today = time::OffsetDateTime::now_utc().date();
-        prompt.push_str(&format!(
-            "\n\nCurrent date: {today}\nCurrent working directory: {}",
-            self.config.cwd.display()
-        ));
-        prompt
+    /// The system prompt for the tools a run offers (tools-resources §2).
+    fn system_prompt(&self, tools: &[Arc<dyn tau_agent::AgentTool>]) -> String {
+        use crate::system_prompt::{PromptInputs, PromptTool, build_system_prompt, builtin_prompt_tool};
+        let prompt_tools = tools
+            .iter()
+            .map(|tool| {
+                let builtin = builtin_prompt_tool(tool.name());
+                if builtin.snippet.is_some() {
+                    builtin
+                } else {
+                    PromptTool {
+                        name: tool.name().to_string(),
+                        snippet: tool.description().lines().next().map(str::to_string),
+                        guidelines: Vec::new(),
+                    }
+                }
+            })
+            .collect();
+        let config = &self.config;
+        build_system_prompt(&PromptInputs {
+            custom: crate::system_prompt::resolve_custom_prompt(
+                config.system_prompt.as_deref(),
+                &config.cwd,
+                &config.agent_dir,
+            ),
+            append: crate::system_prompt::resolve_append(
+                &config.append_system_prompt,
+                &config.cwd,
+                &config.agent_dir,
+            ),
+            context_files: self.context_files.clone(),
+            tools: prompt_tools,
+            cwd: config.cwd.clone(),
+            date: time::OffsetDateTime::now_utc().date().to_string(),
+        })
     }
 }
-
-/// tau's own base prompt (the tool list and project context join it with the tools).
-const DEFAULT_SYSTEM_PROMPT: &str = "You are tau, a coding agent working in the user's project. \
-Read before you change anything, make the smallest change that does the job, and say plainly \
-what you did and what you could not do.";

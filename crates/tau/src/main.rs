@@ -84,6 +84,11 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         api_key: options.cli.api_key.clone(),
         system_prompt: options.cli.system_prompt.clone(),
         append_system_prompt: options.cli.append_system_prompt.clone(),
+        no_context_files: options.cli.no_context_files,
+        tools: options.cli.tools.clone(),
+        exclude_tools: options.cli.exclude_tools.clone(),
+        no_tools: options.cli.no_tools,
+        no_builtin_tools: options.cli.no_builtin_tools,
     };
     let settings = Settings::load(&agent_dir, &cwd);
     let mut registry = Registry::from_process_env(&agent_dir);

@@ -20,6 +20,14 @@ fn setup_with(api: &str) -> (BackgroundMock, Tau) {
 }
 
 fn setup_args(api: &str, args: &[&str]) -> (BackgroundMock, Tau) {
+    setup_full(api, args, |b| b)
+}
+
+fn setup_full(
+    api: &str,
+    args: &[&str],
+    extra: impl FnOnce(tau_test_kit::TauBuilder) -> tau_test_kit::TauBuilder,
+) -> (BackgroundMock, Tau) {
     let mock = MockServer::start_background().unwrap();
     let base = match api {
         "anthropic-messages" => mock.url(),
@@ -30,7 +38,7 @@ fn setup_args(api: &str, args: &[&str]) -> (BackgroundMock, Tau) {
         "baseUrl": base, "api": api, "apiKey": "mock-key",
         "models": [{"id": "mock-1", "reasoning": true, "contextWindow": 100000, "maxTokens": 4096}],
     }}});
-    let mut builder = tau()
+    let mut builder = extra(tau())
         .agent_file("models.json", models.to_string())
         .arg("--no-session");
     for arg in args {
@@ -615,4 +623,61 @@ fn host_tool_errors_validation_and_abort() {
         t.request(json!({"type": "get_state"}))["data"]["isStreaming"],
         false
     );
+}
+
+fn system_prompt_sent(mock: &BackgroundMock) -> String {
+    mock.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn the_system_prompt_carries_tools_context_files_and_appends() {
+    let (mock, mut t) = setup_full(
+        "openai-completions",
+        &["--append-system-prompt", "APPENDED RULE"],
+        |b| {
+            b.agent_file("AGENTS.md", "GLOBAL RULES")
+                .cwd_file("AGENTS.md", "PROJECT RULES")
+                .cwd_file("CLAUDE.md", "NOT LOADED")
+        },
+    );
+    t.request(echo_tool());
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    kinds_until_settled(&mut t);
+    let prompt = system_prompt_sent(&mock);
+    assert!(
+        prompt.starts_with("You are an expert coding assistant working inside tau"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("- echo_host: Echo a value from the host"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("APPENDED RULE"));
+    let global = prompt.find("GLOBAL RULES").unwrap();
+    let project = prompt.find("PROJECT RULES").unwrap();
+    assert!(global < project, "agent dir first, then the project");
+    assert!(
+        !prompt.contains("NOT LOADED"),
+        "AGENTS.md wins over CLAUDE.md"
+    );
+    assert!(prompt.contains("\nCurrent working directory: "));
+
+    let (mock, mut t) = setup_full(
+        "openai-completions",
+        &["--system-prompt", "CUSTOM PROMPT", "-nc"],
+        |b| b.cwd_file("AGENTS.md", "PROJECT RULES"),
+    );
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    kinds_until_settled(&mut t);
+    let prompt = system_prompt_sent(&mock);
+    assert!(
+        prompt.starts_with("CUSTOM PROMPT\nCurrent date: "),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("PROJECT RULES"), "--no-context-files");
 }

@@ -1,0 +1,261 @@
+//! The system prompt (tools-resources §2), in tau's own words but with pi's structure: an
+//! identity paragraph, the active tools, guidelines, appended text, the project's context
+//! files, then the date and working directory. A custom prompt (`--system-prompt` or a
+//! `SYSTEM.md`) replaces the first part; everything from the appended text on still follows.
+
+use std::path::{Path, PathBuf};
+
+/// A tool as the prompt presents it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptTool {
+    pub name: String,
+    /// One line for the tool list; tools without one are left out of the list.
+    pub snippet: Option<String>,
+    pub guidelines: Vec<String>,
+}
+
+/// Everything the prompt is built from.
+#[derive(Debug, Clone, Default)]
+pub struct PromptInputs {
+    /// Replaces tau's base prompt.
+    pub custom: Option<String>,
+    pub append: Option<String>,
+    /// `(absolute path, contents)` in load order.
+    pub context_files: Vec<(PathBuf, String)>,
+    pub tools: Vec<PromptTool>,
+    pub cwd: PathBuf,
+    /// `YYYY-MM-DD`.
+    pub date: String,
+}
+
+const IDENTITY: &str = "You are an expert coding assistant working inside tau, a coding agent. \
+You help people with their software by reading files, running commands, editing code and \
+writing new files.";
+
+/// The snippet and guidelines tau gives each built-in tool.
+pub fn builtin_prompt_tool(name: &str) -> PromptTool {
+    let (snippet, guidelines): (&str, &[&str]) = match name {
+        "read" => (
+            "Read a file (text, or an image) from the project",
+            &["Use read to look at files rather than cat or sed."],
+        ),
+        "bash" => ("Run a shell command (ls, rg, find, git, build and test tools)", &[]),
+        "edit" => (
+            "Change a file by replacing exact text; several separate edits can go in one call",
+            &[
+                "Read a file before you edit it.",
+                "Each oldText must match the file exactly, whitespace included, and occur only once.",
+                "Keep each edit small and unambiguous; make separate edits for separate places.",
+                "Prefer edit to rewriting a whole file.",
+            ],
+        ),
+        "write" => (
+            "Create a file, or replace a file's whole content",
+            &["Use write for new files or complete rewrites only."],
+        ),
+        "grep" => ("Search file contents with a regular expression (respects .gitignore)", &[]),
+        "find" => ("Find files by glob pattern (respects .gitignore)", &[]),
+        "ls" => ("List the entries of a directory", &[]),
+        _ => ("", &[]),
+    };
+    PromptTool {
+        name: name.to_string(),
+        snippet: (!snippet.is_empty()).then(|| snippet.to_string()),
+        guidelines: guidelines.iter().map(|g| (*g).to_string()).collect(),
+    }
+}
+
+/// Builds the prompt.
+pub fn build_system_prompt(inputs: &PromptInputs) -> String {
+    let mut prompt = match &inputs.custom {
+        Some(custom) => custom.clone(),
+        None => base_prompt(&inputs.tools),
+    };
+    if let Some(append) = inputs.append.as_deref().filter(|a| !a.is_empty()) {
+        prompt.push_str("\n\n");
+        prompt.push_str(append);
+    }
+    if !inputs.context_files.is_empty() {
+        prompt.push_str("\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n");
+        for (path, content) in &inputs.context_files {
+            prompt.push_str(&format!("## {}\n\n{content}\n\n", path.display()));
+        }
+    }
+    prompt.push_str(&format!("\nCurrent date: {}", inputs.date));
+    prompt.push_str(&format!(
+        "\nCurrent working directory: {}",
+        inputs.cwd.display().to_string().replace('\\', "/")
+    ));
+    prompt
+}
+
+fn base_prompt(tools: &[PromptTool]) -> String {
+    let mut out = String::from(IDENTITY);
+    out.push_str("\n\nAvailable tools:\n");
+    let listed: Vec<String> = tools
+        .iter()
+        .filter_map(|t| {
+            t.snippet
+                .as_deref()
+                .map(|s| format!("- {}: {}", t.name, s.split_whitespace().collect::<Vec<_>>().join(" ")))
+        })
+        .collect();
+    if listed.is_empty() {
+        out.push_str("(none)");
+    } else {
+        out.push_str(&listed.join("\n"));
+    }
+    out.push_str("\n\nOther tools may be available as well; use them as their descriptions say.");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let explorers = names.iter().any(|n| matches!(*n, "grep" | "find" | "ls"));
+    let mut guidelines: Vec<String> = Vec::new();
+    if names.contains(&"bash") && !explorers {
+        guidelines.push("Use bash for file operations such as ls, rg and find.".into());
+    }
+    if names.contains(&"bash") && explorers {
+        guidelines.push(
+            "Prefer the grep, find and ls tools to bash for exploring files: they are faster and respect .gitignore."
+                .into(),
+        );
+    }
+    for tool in tools {
+        for g in &tool.guidelines {
+            let g = g.trim().to_string();
+            if !g.is_empty() && !guidelines.contains(&g) {
+                guidelines.push(g);
+            }
+        }
+    }
+    guidelines.push("Be concise.".into());
+    guidelines.push("Show file paths clearly when you work with files.".into());
+    out.push_str("\n\nGuidelines:\n");
+    out.push_str(
+        &guidelines
+            .iter()
+            .map(|g| format!("- {g}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    out
+}
+
+const CONTEXT_NAMES: [&str; 4] = ["AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD"];
+
+fn context_file_in(dir: &Path) -> Option<PathBuf> {
+    CONTEXT_NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file())
+}
+
+/// `AGENTS.md` (else `CLAUDE.md`) from the agent directory, then from every directory from
+/// the filesystem root down to `cwd` (pi walks all the way to `/`).
+pub fn load_context_files(agent_dir: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
+    let mut candidates = Vec::new();
+    if let Some(global) = context_file_in(agent_dir) {
+        candidates.push(global);
+    }
+    let mut dirs: Vec<&Path> = cwd.ancestors().collect();
+    dirs.reverse();
+    candidates.extend(dirs.into_iter().filter_map(context_file_in));
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for path in candidates {
+        let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if seen.contains(&canonical) {
+            continue;
+        }
+        seen.push(canonical);
+        match std::fs::read_to_string(&path) {
+            Ok(content) => out.push((path, content)),
+            Err(err) => tracing::warn!("skipping context file {}: {err}", path.display()),
+        }
+    }
+    out
+}
+
+/// A CLI value that names an existing file means the file's contents.
+fn file_or_literal(value: &str) -> String {
+    let path = Path::new(value);
+    if path.is_file()
+        && let Ok(content) = std::fs::read_to_string(path)
+    {
+        return content;
+    }
+    value.to_string()
+}
+
+/// `--system-prompt`, else the first existing `SYSTEM.md` of the project (`.tau/`, `.pi/`)
+/// or the agent directory.
+pub fn resolve_custom_prompt(cli: Option<&str>, cwd: &Path, agent_dir: &Path) -> Option<String> {
+    if let Some(value) = cli {
+        return Some(file_or_literal(value));
+    }
+    first_file(cwd, agent_dir, "SYSTEM.md")
+}
+
+/// `--append-system-prompt` values (joined by a blank line), else the first existing
+/// `APPEND_SYSTEM.md` (project, then agent directory).
+pub fn resolve_append(cli: &[String], cwd: &Path, agent_dir: &Path) -> Option<String> {
+    if !cli.is_empty() {
+        return Some(cli.iter().map(|v| file_or_literal(v)).collect::<Vec<_>>().join("\n\n"));
+    }
+    first_file(cwd, agent_dir, "APPEND_SYSTEM.md")
+}
+
+fn first_file(cwd: &Path, agent_dir: &Path, name: &str) -> Option<String> {
+    [cwd.join(".tau").join(name), cwd.join(".pi").join(name), agent_dir.join(name)]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs(tools: &[&str]) -> PromptInputs {
+        PromptInputs {
+            tools: tools.iter().map(|t| builtin_prompt_tool(t)).collect(),
+            cwd: PathBuf::from("/home/u/proj"),
+            date: "2026-11-22".into(),
+            ..PromptInputs::default()
+        }
+    }
+
+    #[test]
+    fn default_layout() {
+        let p = build_system_prompt(&inputs(&["read", "bash", "edit", "write"]));
+        assert!(p.starts_with(IDENTITY));
+        assert!(p.contains("Available tools:\n- read: "));
+        assert!(p.contains("- Use bash for file operations such as ls, rg and find."));
+        assert!(p.ends_with("\nCurrent date: 2026-11-22\nCurrent working directory: /home/u/proj"));
+        let with_grep = build_system_prompt(&inputs(&["bash", "grep"]));
+        assert!(with_grep.contains("Prefer the grep, find and ls tools"));
+        assert!(build_system_prompt(&inputs(&[])).contains("Available tools:\n(none)"));
+    }
+
+    #[test]
+    fn custom_prompt_keeps_the_tail_sections() {
+        let mut i = inputs(&["read"]);
+        i.custom = Some("CUSTOM".into());
+        i.append = Some("APPENDED".into());
+        i.context_files = vec![(PathBuf::from("/home/u/proj/AGENTS.md"), "Project rules".into())];
+        let p = build_system_prompt(&i);
+        assert_eq!(
+            p,
+            "CUSTOM\n\nAPPENDED\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n## /home/u/proj/AGENTS.md\n\nProject rules\n\n\nCurrent date: 2026-11-22\nCurrent working directory: /home/u/proj"
+        );
+    }
+
+    #[test]
+    fn context_files_from_agent_dir_then_root_down() {
+        let agent = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let cwd = root.path().join("a/b");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::write(agent.path().join("AGENTS.md"), "global").unwrap();
+        std::fs::write(root.path().join("a/CLAUDE.md"), "claude").unwrap();
+        std::fs::write(cwd.join("AGENTS.md"), "agents").unwrap();
+        std::fs::write(cwd.join("CLAUDE.md"), "ignored").unwrap();
+        let files = load_context_files(agent.path(), &cwd);
+        let contents: Vec<&str> = files.iter().map(|(_, c)| c.as_str()).collect();
+        assert_eq!(contents, ["global", "claude", "agents"]);
+    }
+}
