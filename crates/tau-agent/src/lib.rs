@@ -15,7 +15,7 @@ pub use message::{
     AgentMessage, BashExecutionMessage, BranchSummaryMessage, CompactionSummaryMessage,
     CustomMessage,
 };
-pub use run::{RunHost, RunSpec, run};
+pub use run::{RunHost, RunSpec, SKIPPED_FOR_STEERING, run};
 pub use tool::{AgentTool, ToolContext};
 pub use validate::{coerce, validate_arguments};
 

@@ -38,7 +38,19 @@ pub trait RunHost: Send + Sync {
     fn take_steering(&self) -> BoxFuture<'_, Vec<AgentMessage>>;
     /// Follow-up messages due now (per the follow-up mode).
     fn take_follow_up(&self) -> BoxFuture<'_, Vec<AgentMessage>>;
+    /// xcsh's `immediate` interrupt mode: a queued steering message cuts the running tool
+    /// batch short. Read at every tool completion, so a change applies at once.
+    fn interrupts_tools(&self) -> bool {
+        false
+    }
+    /// Whether steering messages are waiting.
+    fn has_steering(&self) -> bool {
+        false
+    }
 }
+
+/// What tools interrupted by steering report (xcsh's text).
+pub const SKIPPED_FOR_STEERING: &str = "Skipped due to queued user message.";
 
 /// Runs the agent on `prompts` until it stops; returns the messages the run added.
 pub async fn run(
@@ -293,11 +305,16 @@ async fn execute_tools(
             }
         }
     }
+    // Steering in `immediate` mode cancels this batch, not the run.
+    let batch = cancel.child_token();
+    let interrupted = std::sync::atomic::AtomicBool::new(false);
     let finished = join_all(runnable.into_iter().map(|(i, tool, arguments)| {
         let call = &calls[i];
+        let batch = &batch;
+        let interrupted = &interrupted;
         async move {
             let (tx, mut rx) = mpsc::unbounded_channel();
-            let context = ToolContext::new(cancel.clone(), tx);
+            let context = ToolContext::new(batch.clone(), tx);
             let mut execution = tool.execute(&call.id, arguments, context);
             let outcome = loop {
                 tokio::select! {
@@ -324,10 +341,19 @@ async fn execute_tools(
                 })
                 .await;
             }
-            let (result, is_error) = match outcome {
-                Ok(result) => (result, false),
-                Err(message) => (text_result(message), true),
+            use std::sync::atomic::Ordering;
+            let (result, is_error) = if interrupted.load(Ordering::Acquire) {
+                (text_result(SKIPPED_FOR_STEERING.to_string()), true)
+            } else {
+                match outcome {
+                    Ok(result) => (result, false),
+                    Err(message) => (text_result(message), true),
+                }
             };
+            if !interrupted.load(Ordering::Acquire) && host.interrupts_tools() && host.has_steering() {
+                interrupted.store(true, Ordering::Release);
+                batch.cancel();
+            }
             end_event(host, call, &result, is_error).await;
             (i, result, is_error)
         }

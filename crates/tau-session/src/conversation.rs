@@ -24,6 +24,7 @@ pub(crate) struct State {
     pub follow_up: VecDeque<Queued>,
     pub steering_mode: QueueMode,
     pub follow_up_mode: QueueMode,
+    pub interrupt_mode: tau_agent::InterruptMode,
 }
 
 impl State {
@@ -106,5 +107,13 @@ impl RunHost for Host {
 
     fn take_follow_up(&self) -> BoxFuture<'_, Vec<AgentMessage>> {
         Box::pin(self.take_from(false))
+    }
+
+    fn interrupts_tools(&self) -> bool {
+        self.conversation.lock().interrupt_mode == tau_agent::InterruptMode::Immediate
+    }
+
+    fn has_steering(&self) -> bool {
+        !self.conversation.lock().steering.is_empty()
     }
 }

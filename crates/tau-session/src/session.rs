@@ -132,7 +132,6 @@ pub struct AgentSession {
     session_name: Option<String>,
     model: Option<Model>,
     thinking_level: ThinkingLevel,
-    interrupt_mode: InterruptMode,
     auto_compaction: bool,
     auto_retry: bool,
     todo_phases: Vec<TodoPhase>,
@@ -166,6 +165,7 @@ impl AgentSession {
             let mut state = conversation.lock();
             state.steering_mode = settings.steering_mode();
             state.follow_up_mode = settings.follow_up_mode();
+            state.interrupt_mode = settings.interrupt_mode();
         }
         Self {
             conversation,
@@ -177,7 +177,6 @@ impl AgentSession {
             } else {
                 crate::system_prompt::load_context_files(&config.agent_dir, &config.cwd)
             },
-            interrupt_mode: settings.interrupt_mode(),
             auto_compaction: settings.compaction_enabled(),
             auto_retry: settings.retry_enabled(),
             settings,
@@ -227,7 +226,7 @@ impl AgentSession {
         self.conversation.lock().follow_up_mode
     }
     pub fn interrupt_mode(&self) -> InterruptMode {
-        self.interrupt_mode
+        self.conversation.lock().interrupt_mode
     }
     pub fn auto_compaction_enabled(&self) -> bool {
         self.auto_compaction
@@ -287,7 +286,7 @@ impl AgentSession {
         self.conversation.lock().follow_up_mode = mode;
     }
     pub fn set_interrupt_mode(&mut self, mode: InterruptMode) {
-        self.interrupt_mode = mode;
+        self.conversation.lock().interrupt_mode = mode;
     }
     pub fn set_auto_compaction(&mut self, enabled: bool) {
         self.auto_compaction = enabled;

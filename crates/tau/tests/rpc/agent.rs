@@ -681,3 +681,84 @@ fn the_system_prompt_carries_tools_context_files_and_appends() {
     );
     assert!(!prompt.contains("PROJECT RULES"), "--no-context-files");
 }
+
+fn three_host_calls(mode: &str) -> (Vec<Value>, BackgroundMock) {
+    let (mock, mut t) = setup();
+    t.request(json!({"type": "set_interrupt_mode", "mode": mode}));
+    t.request(echo_tool());
+    mock.push(
+        Reply::new()
+            .tool_call("c1", "echo_host", json!({"message": "one"}))
+            .tool_call("c2", "echo_host", json!({"message": "two"}))
+            .tool_call("c3", "echo_host", json!({"message": "three"})),
+    );
+    mock.push(Reply::text("steered"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let calls: Vec<Value> = (0..3).map(|_| t.event("host_tool_call")).collect();
+    t.send(&json!({"id": "s", "type": "steer", "message": "S1"}));
+    t.event("queue_update");
+    let answer = |t: &mut Tau, call: &Value| {
+        t.send(&json!({"type": "host_tool_result", "id": call["id"],
+            "result": {"content": [{"type": "text", "text": format!("done {}", call["arguments"]["message"])}]}}));
+    };
+    answer(&mut t, &calls[0]);
+    if mode == "wait" {
+        answer(&mut t, &calls[1]);
+        answer(&mut t, &calls[2]);
+    }
+    let records = kinds_until_settled(&mut t);
+    (records, mock)
+}
+
+#[test]
+fn immediate_interrupt_mode_skips_the_rest_of_the_batch() {
+    let (records, _mock) = three_host_calls("immediate");
+    let cancels: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "host_tool_cancel")
+        .collect();
+    assert_eq!(cancels.len(), 2, "the two pending host calls are withdrawn");
+    let results: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "message_end" && r["message"]["role"] == "toolResult")
+        .collect();
+    let texts: Vec<&str> = results
+        .iter()
+        .map(|r| r["message"]["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "done \"one\"",
+            "Skipped due to queued user message.",
+            "Skipped due to queued user message."
+        ]
+    );
+    assert_eq!(results[1]["message"]["isError"], true);
+    let steer = records
+        .iter()
+        .position(|r| r["type"] == "message_start" && r["message"]["content"][0]["text"] == "S1")
+        .expect("the steering message is delivered");
+    let last_result = records
+        .iter()
+        .rposition(|r| r["type"] == "message_end" && r["message"]["role"] == "toolResult")
+        .unwrap();
+    assert!(steer > last_result);
+}
+
+#[test]
+fn wait_interrupt_mode_lets_the_batch_finish() {
+    let (records, _mock) = three_host_calls("wait");
+    assert!(!records.iter().any(|r| r["type"] == "host_tool_cancel"));
+    let texts: Vec<&str> = records
+        .iter()
+        .filter(|r| r["type"] == "message_end" && r["message"]["role"] == "toolResult")
+        .map(|r| r["message"]["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["done \"one\"", "done \"two\"", "done \"three\""]);
+    assert!(
+        records
+            .iter()
+            .any(|r| r["type"] == "message_start" && r["message"]["content"][0]["text"] == "S1")
+    );
+}
