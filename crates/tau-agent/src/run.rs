@@ -60,12 +60,19 @@ pub async fn run(
     cancel: &CancellationToken,
 ) -> Vec<AgentMessage> {
     let mut added = Vec::new();
+    let prompts_were_empty = prompts.is_empty();
     host.emit(AgentEvent::AgentStart).await;
     host.emit(AgentEvent::TurnStart).await;
     for message in prompts {
         deliver(host, message, &mut added).await;
     }
+    let continuing = prompts_were_empty;
     let mut pending = host.take_steering().await;
+    if continuing && pending.is_empty() {
+        // A continuation (queued messages after an abort): follow-ups start it when no
+        // steering is waiting.
+        pending = host.take_follow_up().await;
+    }
     let mut first = true;
     loop {
         let mut more_tools = true;
@@ -350,7 +357,10 @@ async fn execute_tools(
                     Err(message) => (text_result(message), true),
                 }
             };
-            if !interrupted.load(Ordering::Acquire) && host.interrupts_tools() && host.has_steering() {
+            if !interrupted.load(Ordering::Acquire)
+                && host.interrupts_tools()
+                && host.has_steering()
+            {
                 interrupted.store(true, Ordering::Release);
                 batch.cancel();
             }

@@ -139,6 +139,12 @@ impl RpcServer {
                 self.session.abort().await;
                 self.prompt(id, name, &c.message, c.images, None).await
             }
+            RpcCommand::Abort(_) => {
+                self.session.abort().await;
+                self.sink.emit_line(done(id, name)).await;
+                self.session.continue_if_queued();
+                None
+            }
             other => Some(self.dispatch_simple(id, other).await),
         }
     }
@@ -164,10 +170,6 @@ impl RpcServer {
                         disposition: Disposition::Queued,
                     },
                 )
-            }
-            RpcCommand::Abort(_) => {
-                session.abort().await;
-                done(id, name)
             }
             RpcCommand::GetState(_) => ok(id, name, &state_of(session)),
             RpcCommand::GetMessages(_) => ok(
@@ -274,7 +276,7 @@ impl RpcServer {
             // Nothing of these can be in flight before retry and the bash command exist, so
             // there is nothing to stop: pi answers success in that case.
             RpcCommand::AbortRetry(_) | RpcCommand::AbortBash(_) => done(id, name),
-            RpcCommand::Prompt(_) | RpcCommand::AbortAndPrompt(_) => {
+            RpcCommand::Prompt(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::Abort(_) => {
                 fail(id, name, "prompts are dispatched before this point")
             }
             RpcCommand::NewSession(_)

@@ -546,8 +546,23 @@ impl AgentSession {
         }
     }
 
+    /// After an abort, messages still queued start a new run (pi's behaviour, decision 10).
+    pub fn continue_if_queued(&mut self) {
+        let queued = {
+            let state = self.conversation.lock();
+            !state.steering.is_empty() || !state.follow_up.is_empty()
+        };
+        if queued && !self.is_streaming() && self.check_credentials().is_ok() {
+            self.start_run(Vec::new());
+        }
+    }
+
     /// Starts an accepted prompt's run on its own task.
     pub fn launch(&mut self, launch: Launch) {
+        self.start_run(vec![launch.prompt]);
+    }
+
+    fn start_run(&mut self, prompts: Vec<AgentMessage>) {
         let Some(model) = self.model.clone() else {
             return;
         };
@@ -586,7 +601,7 @@ impl AgentSession {
         let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let run_flag = Arc::clone(&running);
         let handle = tokio::spawn(async move {
-            tau_agent::run(&spec, vec![launch.prompt], &host, &run_cancel).await;
+            tau_agent::run(&spec, prompts, &host, &run_cancel).await;
             run_flag.store(false, std::sync::atomic::Ordering::Release);
             host.events
                 .emit(SessionEvent::AgentSettled {
@@ -640,7 +655,9 @@ impl AgentSession {
 
     /// The system prompt for the tools a run offers (tools-resources §2).
     fn system_prompt(&self, tools: &[Arc<dyn tau_agent::AgentTool>]) -> String {
-        use crate::system_prompt::{PromptInputs, PromptTool, build_system_prompt, builtin_prompt_tool};
+        use crate::system_prompt::{
+            PromptInputs, PromptTool, build_system_prompt, builtin_prompt_tool,
+        };
         let prompt_tools = tools
             .iter()
             .map(|tool| {

@@ -39,7 +39,10 @@ pub fn builtin_prompt_tool(name: &str) -> PromptTool {
             "Read a file (text, or an image) from the project",
             &["Use read to look at files rather than cat or sed."],
         ),
-        "bash" => ("Run a shell command (ls, rg, find, git, build and test tools)", &[]),
+        "bash" => (
+            "Run a shell command (ls, rg, find, git, build and test tools)",
+            &[],
+        ),
         "edit" => (
             "Change a file by replacing exact text; several separate edits can go in one call",
             &[
@@ -53,7 +56,10 @@ pub fn builtin_prompt_tool(name: &str) -> PromptTool {
             "Create a file, or replace a file's whole content",
             &["Use write for new files or complete rewrites only."],
         ),
-        "grep" => ("Search file contents with a regular expression (respects .gitignore)", &[]),
+        "grep" => (
+            "Search file contents with a regular expression (respects .gitignore)",
+            &[],
+        ),
         "find" => ("Find files by glob pattern (respects .gitignore)", &[]),
         "ls" => ("List the entries of a directory", &[]),
         _ => ("", &[]),
@@ -76,7 +82,8 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> String {
         prompt.push_str(append);
     }
     if !inputs.context_files.is_empty() {
-        prompt.push_str("\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n");
+        prompt
+            .push_str("\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n");
         for (path, content) in &inputs.context_files {
             prompt.push_str(&format!("## {}\n\n{content}\n\n", path.display()));
         }
@@ -95,9 +102,13 @@ fn base_prompt(tools: &[PromptTool]) -> String {
     let listed: Vec<String> = tools
         .iter()
         .filter_map(|t| {
-            t.snippet
-                .as_deref()
-                .map(|s| format!("- {}: {}", t.name, s.split_whitespace().collect::<Vec<_>>().join(" ")))
+            t.snippet.as_deref().map(|s| {
+                format!(
+                    "- {}: {}",
+                    t.name,
+                    s.split_whitespace().collect::<Vec<_>>().join(" ")
+                )
+            })
         })
         .collect();
     if listed.is_empty() {
@@ -142,7 +153,10 @@ fn base_prompt(tools: &[PromptTool]) -> String {
 const CONTEXT_NAMES: [&str; 4] = ["AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD"];
 
 fn context_file_in(dir: &Path) -> Option<PathBuf> {
-    CONTEXT_NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file())
+    CONTEXT_NAMES
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.is_file())
 }
 
 /// `AGENTS.md` (else `CLAUDE.md`) from the agent directory, then from every directory from
@@ -195,15 +209,24 @@ pub fn resolve_custom_prompt(cli: Option<&str>, cwd: &Path, agent_dir: &Path) ->
 /// `APPEND_SYSTEM.md` (project, then agent directory).
 pub fn resolve_append(cli: &[String], cwd: &Path, agent_dir: &Path) -> Option<String> {
     if !cli.is_empty() {
-        return Some(cli.iter().map(|v| file_or_literal(v)).collect::<Vec<_>>().join("\n\n"));
+        return Some(
+            cli.iter()
+                .map(|v| file_or_literal(v))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        );
     }
     first_file(cwd, agent_dir, "APPEND_SYSTEM.md")
 }
 
 fn first_file(cwd: &Path, agent_dir: &Path, name: &str) -> Option<String> {
-    [cwd.join(".tau").join(name), cwd.join(".pi").join(name), agent_dir.join(name)]
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok())
+    [
+        cwd.join(".tau").join(name),
+        cwd.join(".pi").join(name),
+        agent_dir.join(name),
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok())
 }
 
 #[cfg(test)]
@@ -236,7 +259,10 @@ mod tests {
         let mut i = inputs(&["read"]);
         i.custom = Some("CUSTOM".into());
         i.append = Some("APPENDED".into());
-        i.context_files = vec![(PathBuf::from("/home/u/proj/AGENTS.md"), "Project rules".into())];
+        i.context_files = vec![(
+            PathBuf::from("/home/u/proj/AGENTS.md"),
+            "Project rules".into(),
+        )];
         let p = build_system_prompt(&i);
         assert_eq!(
             p,

@@ -762,3 +762,114 @@ fn wait_interrupt_mode_lets_the_batch_finish() {
             .any(|r| r["type"] == "message_start" && r["message"]["content"][0]["text"] == "S1")
     );
 }
+
+#[test]
+fn abort_keeps_the_queue_and_a_new_run_delivers_it() {
+    let (mock, mut t) = setup();
+    mock.push(
+        Reply::new()
+            .with_text("x".repeat(200))
+            .chunk_size(1)
+            .chunk_delay_ms(20),
+    );
+    mock.push(Reply::text("handled the follow-up"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "long"}));
+    // Abort once the mock is streaming (its first reply is then used up).
+    t.wait_for("a text delta", Duration::from_secs(15), |r| {
+        r.json
+            .as_ref()
+            .is_some_and(|j| j["assistantMessageEvent"]["type"] == "text_delta")
+    });
+    t.send(&json!({"id": "f", "type": "follow_up", "message": "F1"}));
+    t.response("f");
+    t.send(&json!({"id": "a", "type": "abort"}));
+    let first = kinds_until_settled(&mut t);
+    assert!(types(&first).contains(&"agent_end".to_string()));
+    // pi's order: the aborted run ends, abort answers, then a new run starts with F1.
+    let second = kinds_until_settled(&mut t);
+    let kinds = types(&second);
+    let abort_at = kinds
+        .iter()
+        .position(|k| k == "response:abort")
+        .expect("abort answered");
+    let start_at = kinds
+        .iter()
+        .position(|k| k == "agent_start")
+        .expect("a new run");
+    assert!(abort_at < start_at, "{kinds:?}");
+    let user = second
+        .iter()
+        .find(|r| r["type"] == "message_start" && r["message"]["role"] == "user")
+        .unwrap();
+    assert_eq!(user["message"]["content"][0]["text"], "F1");
+    let end = second
+        .iter()
+        .find(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(
+        end["message"]["content"][0]["text"],
+        "handled the follow-up"
+    );
+}
+
+#[test]
+fn abort_before_the_first_token_and_abort_and_prompt() {
+    let (mock, mut t) = setup();
+    mock.push(Reply::text("never seen").delay_ms(5000));
+    mock.push(Reply::text("the new answer"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "slow start"}));
+    t.event("agent_start");
+    std::thread::sleep(Duration::from_millis(100));
+    let started = std::time::Instant::now();
+    t.send(&json!({"id": "ap", "type": "abort_and_prompt", "message": "instead"}));
+    let aborted = kinds_until_settled(&mut t);
+    let end = aborted
+        .iter()
+        .find(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(end["message"]["stopReason"], "aborted");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "abort does not wait for the first byte"
+    );
+    let next = kinds_until_settled(&mut t);
+    let kinds = types(&next);
+    assert_eq!(kinds[0], "response:abort_and_prompt", "{kinds:?}");
+    assert_eq!(next[0]["data"]["disposition"], "started");
+    let end = next
+        .iter()
+        .find(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(end["message"]["content"][0]["text"], "the new answer");
+}
+
+#[test]
+fn steering_mode_all_delivers_every_queued_message_at_once() {
+    let (mock, mut t) = setup();
+    t.request(json!({"type": "set_steering_mode", "mode": "all"}));
+    mock.push(
+        Reply::new()
+            .with_text("abcdef")
+            .chunk_size(1)
+            .chunk_delay_ms(40),
+    );
+    mock.push(Reply::text("both seen"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    t.event("message_start");
+    t.request(json!({"type": "steer", "message": "S1"}));
+    t.request(json!({"type": "steer", "message": "S2"}));
+    let records = kinds_until_settled(&mut t);
+    let kinds = types(&records);
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "turn_start").count(),
+        2,
+        "the first turn and one more: {kinds:?}"
+    );
+    let users: Vec<&str> = records
+        .iter()
+        .filter(|r| r["type"] == "message_start" && r["message"]["role"] == "user")
+        .map(|r| r["message"]["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["S1", "S2"]);
+    assert_eq!(mock.requests().len(), 2);
+}
