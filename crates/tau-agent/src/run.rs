@@ -299,7 +299,8 @@ async fn execute_tools(
             None => Err(format!("Tool {} not found", call.name)),
             Some(_) if cancel.is_cancelled() => Err("Operation aborted".to_string()),
             Some(tool) => {
-                crate::validate_arguments(tool.name(), tool.parameters(), &call.arguments)
+                let prepared = tool.prepare_arguments(call.arguments.clone());
+                crate::validate_arguments(tool.name(), tool.parameters(), &prepared)
                     .map(|arguments| (Arc::clone(tool), arguments))
             }
         };

@@ -17,10 +17,8 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
-    pub(crate) fn new(
-        cancel: CancellationToken,
-        updates: mpsc::UnboundedSender<AgentToolResult>,
-    ) -> Self {
+    /// A context whose progress reports go to `updates`.
+    pub fn new(cancel: CancellationToken, updates: mpsc::UnboundedSender<AgentToolResult>) -> Self {
         Self { cancel, updates }
     }
 
@@ -36,6 +34,11 @@ pub trait AgentTool: Send + Sync {
     fn description(&self) -> &str;
     /// JSON Schema of the arguments.
     fn parameters(&self) -> &Value;
+    /// Rewrites raw arguments before they are validated (pi's `prepareArguments`; `edit`
+    /// folds its legacy single-edit form into the multi-edit one here).
+    fn prepare_arguments(&self, arguments: Map<String, Value>) -> Map<String, Value> {
+        arguments
+    }
     /// Runs the tool. An `Err` becomes an error result whose text is the message.
     fn execute<'a>(
         &'a self,

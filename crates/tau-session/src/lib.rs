@@ -25,4 +25,4 @@ pub use settings::Settings;
 pub use todos::{TodoItem, TodoPhase, TodoStatus};
 
 /// Names of the built-in tools; host tools may not reuse them.
-pub const BUILTIN_TOOL_NAMES: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+pub use tau_tools::BUILTIN_TOOLS as BUILTIN_TOOL_NAMES;

@@ -621,20 +621,57 @@ impl AgentSession {
         &self.host_bridge
     }
 
-    /// The tools a run offers: the active host tools (built-in tools join with tau-tools).
+    /// The tools a run offers: the active built-in tools (pi's default set, or what
+    /// `--tools` / `--exclude-tools` / `--no-tools` / `--no-builtin-tools` select), then the
+    /// active host tools.
     fn run_tools(&self) -> Vec<Arc<dyn tau_agent::AgentTool>> {
-        self.host_tools
-            .tools()
+        let config = &self.config;
+        let allowed = |name: &str| -> bool {
+            let listed = match &config.tools {
+                Some(list) => list.iter().any(|t| t.trim() == name),
+                None => !config.no_tools,
+            };
+            listed && !config.exclude_tools.iter().any(|t| t.trim() == name)
+        };
+        let env = Arc::new(tau_tools::ToolEnv {
+            cwd: config.cwd.clone(),
+            home: paths::home_dir(),
+            agent_dir: config.agent_dir.clone(),
+            shell_path: self.settings.get("shellPath"),
+            shell_command_prefix: self.settings.get("shellCommandPrefix"),
+            auto_resize_images: self.settings.get("images.autoResize").unwrap_or(true),
+            model_accepts_images: self
+                .model
+                .as_ref()
+                .is_some_and(|m| m.input.contains(&tau_ai::InputModality::Image)),
+        });
+        let builtin_active = |name: &str| match &config.tools {
+            Some(_) => allowed(name),
+            None => {
+                !config.no_builtin_tools
+                    && tau_tools::DEFAULT_ACTIVE_TOOLS.contains(&name)
+                    && allowed(name)
+            }
+        };
+        let mut tools: Vec<Arc<dyn tau_agent::AgentTool>> = tau_tools::BUILTIN_TOOLS
             .iter()
-            .filter(|t| t.active)
-            .map(|t| {
-                Arc::new(crate::HostTool::new(
-                    t.clone(),
-                    Arc::clone(&self.host_bridge),
-                    self.events.clone(),
-                )) as Arc<dyn tau_agent::AgentTool>
-            })
-            .collect()
+            .filter(|name| builtin_active(name))
+            .filter_map(|name| tau_tools::builtin_tool(name, &env))
+            .collect();
+        tools.extend(
+            self.host_tools
+                .tools()
+                .iter()
+                .filter(|t| t.active && allowed(&t.name))
+                .map(|t| {
+                    Arc::new(crate::HostTool::new(
+                        t.clone(),
+                        Arc::clone(&self.host_bridge),
+                        self.events.clone(),
+                    )) as Arc<dyn tau_agent::AgentTool>
+                }),
+        );
+        tools
     }
 
     /// Aborts the active run and waits until it has emitted its last events. Queues are

@@ -1,1 +1,223 @@
-//! The `find` tool (being written).
+//! The `find` tool (tools-resources §1.6): lists files and directories whose names match a
+//! glob, with fd's glob rules as pi invokes fd (`--glob --hidden`, smart case, patterns with a
+//! `/` matched against the whole path behind an implied `**/`), walked in-process. Results
+//! are sorted by path and `.git/` is never entered (decision 17).
+
+use std::fs;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, LazyLock};
+
+use futures_util::future::BoxFuture;
+use globset::{GlobBuilder, GlobMatcher};
+use serde_json::{Map, Value, json};
+use tau_agent::{AgentTool, AgentToolResult, ToolContext};
+use tokio_util::sync::CancellationToken;
+
+use crate::ToolEnv;
+use crate::paths::resolve_to_cwd;
+use crate::truncate::{DEFAULT_MAX_BYTES, format_size};
+use crate::walk::{
+    ABORTED, Args, HeadOutput, append_notices, display_key, normalize, run_blocking, sort_key,
+    text_result, walk_parallel, walker,
+};
+
+const DEFAULT_LIMIT: usize = 1000;
+
+const DESCRIPTION: &str = "Find files and directories by glob pattern. A pattern without '/' \
+is matched against names ('*.rs'); one with '/' against the whole path ('src/**/*.rs'). \
+Matching ignores case unless the pattern has an upper-case letter. Paths are printed relative \
+to the search directory, sorted, with a trailing '/' on directories. Files ignored by \
+.gitignore are left out and .git is never searched. At most 1000 results (change with limit) \
+or 50KB are returned.";
+
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "required": ["pattern"],
+        "properties": {
+            "pattern": {"type": "string", "description": "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"},
+            "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
+            "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"}
+        }
+    })
+});
+
+/// The `find` tool.
+pub struct FindTool {
+    env: Arc<ToolEnv>,
+}
+
+impl FindTool {
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        Self { env }
+    }
+
+    /// Runs one call. `execute` delegates here; it is public so that callers without an
+    /// agent loop (benchmarks, tests) can run the tool with just a cancellation token.
+    pub async fn run(
+        &self,
+        arguments: &Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Result<AgentToolResult, String> {
+        let request = Request::parse(&self.env, arguments)?;
+        run_blocking(cancel, move |stop| request.execute(stop)).await
+    }
+}
+
+impl AgentTool for FindTool {
+    fn name(&self) -> &str {
+        "find"
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> &Value {
+        &PARAMETERS
+    }
+
+    fn execute<'a>(
+        &'a self,
+        _call_id: &'a str,
+        arguments: Map<String, Value>,
+        context: ToolContext,
+    ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
+        Box::pin(async move { self.run(&arguments, &context.cancel).await })
+    }
+}
+
+struct Request {
+    pattern: String,
+    root: PathBuf,
+    cwd: PathBuf,
+    limit: usize,
+}
+
+/// How a candidate is tested against the pattern.
+enum Matcher {
+    /// An empty pattern: fd lists everything.
+    All,
+    /// fd's default: the glob against the entry's name.
+    Name(GlobMatcher),
+    /// fd's `--full-path`: the glob against the entry's absolute path.
+    FullPath(GlobMatcher),
+}
+
+impl Matcher {
+    fn new(pattern: &str) -> Result<Self, String> {
+        if pattern.is_empty() {
+            return Ok(Self::All);
+        }
+        let full_path = pattern.contains('/');
+        // pi anchors a relative path pattern anywhere below the root (and above it: fd
+        // compares absolute paths) by prefixing `**/`.
+        let effective = if full_path
+            && !pattern.starts_with('/')
+            && !pattern.starts_with("**/")
+            && pattern != "**"
+        {
+            format!("**/{pattern}")
+        } else {
+            pattern.to_string()
+        };
+        let glob = GlobBuilder::new(&effective)
+            .literal_separator(true)
+            // fd's smart case: any upper-case letter makes the match case-sensitive.
+            .case_insensitive(!pattern.chars().any(char::is_uppercase))
+            .build()
+            .map_err(|err| err.to_string())?
+            .compile_matcher();
+        Ok(if full_path {
+            Self::FullPath(glob)
+        } else {
+            Self::Name(glob)
+        })
+    }
+
+    fn is_match(&self, entry: &ignore::DirEntry) -> bool {
+        match self {
+            Self::All => true,
+            Self::Name(glob) => glob.is_match(entry.file_name()),
+            Self::FullPath(glob) => glob.is_match(entry.path()),
+        }
+    }
+}
+
+impl Request {
+    fn parse(env: &ToolEnv, arguments: &Map<String, Value>) -> Result<Self, String> {
+        let args = Args::new("find", arguments);
+        let pattern = args.required_string("pattern")?;
+        let path = args.string("path")?.unwrap_or_default();
+        let path = if path.is_empty() { "." } else { &path };
+        Ok(Self {
+            pattern,
+            root: normalize(&resolve_to_cwd(path, &env.cwd, env.home.as_deref())),
+            cwd: env.cwd.clone(),
+            limit: args.limit("limit", DEFAULT_LIMIT)?,
+        })
+    }
+
+    fn execute(self, stop: &AtomicBool) -> Result<AgentToolResult, String> {
+        let metadata = fs::metadata(&self.root)
+            .map_err(|_| format!("Path not found: {}", self.root.display()))?;
+        if !metadata.is_dir() {
+            return Err(format!("Not a directory: {}", self.root.display()));
+        }
+        let matcher = Matcher::new(&self.pattern)?;
+        let builder = walker(&self.root, &self.cwd, ".fdignore", None);
+        let root = &self.root;
+        let matcher = &matcher;
+        let mut found = walk_parallel(&builder, stop, &|| {
+            |entry: &ignore::DirEntry| {
+                if !matcher.is_match(entry) {
+                    return None;
+                }
+                let key = sort_key(entry.path().strip_prefix(root).ok()?);
+                // Directories themselves, not links to them, get the slash, as fd prints them.
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                Some((key, is_dir))
+            }
+        });
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(ABORTED.to_string());
+        }
+        if found.is_empty() {
+            return Ok(text_result(
+                "No files found matching pattern".to_string(),
+                Map::new(),
+            ));
+        }
+        found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let limit_reached = found.len() >= self.limit;
+        found.truncate(self.limit);
+
+        let mut output = HeadOutput::new();
+        for (key, is_dir) in &found {
+            let mut line = display_key(key);
+            if *is_dir {
+                line.push('/');
+            }
+            output.push_line(&line);
+        }
+        let truncation = output.finish();
+        let mut output = truncation.content.clone();
+        let mut details = Map::new();
+        let mut notices = Vec::new();
+        if limit_reached {
+            notices.push(format!(
+                "{} results limit reached. Use limit={} for more, or refine pattern",
+                self.limit,
+                self.limit.saturating_mul(2)
+            ));
+            details.insert("resultLimitReached".into(), json!(self.limit));
+        }
+        if truncation.truncated {
+            notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
+            details.insert("truncation".into(), json!(truncation));
+        }
+        append_notices(&mut output, &notices);
+        Ok(text_result(output, details))
+    }
+}

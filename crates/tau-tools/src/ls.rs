@@ -1,1 +1,275 @@
-//! The `ls` tool (being written).
+//! The `ls` tool (tools-resources §1.7): one directory's entries, dotfiles and `.git`
+//! included, no ignore rules. pi sorts with JavaScript's `toLowerCase` + `localeCompare`
+//! (ICU collation); `collation_key` reproduces that order for ASCII names and approximates it
+//! beyond, and breaks ties by the bytes of the name so the order never depends on `readdir`.
+
+use std::fs;
+use std::path::PathBuf;
+use std::sync::atomic::{self, AtomicBool};
+use std::sync::{Arc, LazyLock};
+
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use tau_agent::{AgentTool, AgentToolResult, ToolContext};
+use tokio_util::sync::CancellationToken;
+use unicode_normalization::UnicodeNormalization;
+
+use crate::ToolEnv;
+use crate::paths::resolve_to_cwd;
+use crate::truncate::{DEFAULT_MAX_BYTES, format_size};
+use crate::walk::{
+    ABORTED, Args, HeadOutput, append_notices, normalize, run_blocking, text_result,
+};
+
+const DEFAULT_LIMIT: usize = 500;
+
+const DESCRIPTION: &str = "List what one directory contains, hidden entries included, sorted by \
+name without regard to case. Directories end in '/'. At most 500 entries (change with limit) \
+or 50KB are returned.";
+
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Directory to list (default: current directory)"},
+            "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"}
+        }
+    })
+});
+
+/// The `ls` tool.
+pub struct LsTool {
+    env: Arc<ToolEnv>,
+}
+
+impl LsTool {
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        Self { env }
+    }
+
+    /// Runs one call. `execute` delegates here; it is public so that callers without an
+    /// agent loop (benchmarks, tests) can run the tool with just a cancellation token.
+    pub async fn run(
+        &self,
+        arguments: &Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Result<AgentToolResult, String> {
+        let args = Args::new("ls", arguments);
+        let path = args.string("path")?.unwrap_or_default();
+        let path = if path.is_empty() { "." } else { &path };
+        let dir = normalize(&resolve_to_cwd(
+            path,
+            &self.env.cwd,
+            self.env.home.as_deref(),
+        ));
+        let limit = args.limit("limit", DEFAULT_LIMIT)?;
+        run_blocking(cancel, move |stop| list(dir, limit, stop)).await
+    }
+}
+
+impl AgentTool for LsTool {
+    fn name(&self) -> &str {
+        "ls"
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> &Value {
+        &PARAMETERS
+    }
+
+    fn execute<'a>(
+        &'a self,
+        _call_id: &'a str,
+        arguments: Map<String, Value>,
+        context: ToolContext,
+    ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
+        Box::pin(async move { self.run(&arguments, &context.cancel).await })
+    }
+}
+
+fn list(dir: PathBuf, limit: usize, stop: &AtomicBool) -> Result<AgentToolResult, String> {
+    let metadata = fs::metadata(&dir).map_err(|_| format!("Path not found: {}", dir.display()))?;
+    if !metadata.is_dir() {
+        return Err(format!("Not a directory: {}", dir.display()));
+    }
+    let read_error =
+        |err: std::io::Error| format!("Cannot read directory: {}", node_message(&err, &dir));
+    let mut names = Vec::new();
+    for entry in fs::read_dir(&dir).map_err(read_error)? {
+        names.push(entry.map_err(read_error)?.file_name());
+    }
+    let mut keyed: Vec<(CollationKey, String, std::ffi::OsString)> = names
+        .into_iter()
+        .map(|raw| {
+            let name = raw.to_string_lossy().into_owned();
+            (collation_key(&name), name, raw)
+        })
+        .collect();
+    keyed.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| a.1.cmp(&b.1))
+            .then_with(|| a.2.cmp(&b.2))
+    });
+
+    let mut entries = Vec::new();
+    let mut limit_reached = false;
+    for (_, name, raw) in &keyed {
+        if stop.load(atomic::Ordering::Relaxed) {
+            return Err(ABORTED.to_string());
+        }
+        if entries.len() >= limit {
+            limit_reached = true;
+            break;
+        }
+        // Following links like `stat`; entries that cannot be inspected (dangling links) are
+        // left out, as pi leaves them out.
+        let Ok(metadata) = fs::metadata(dir.join(raw)) else {
+            continue;
+        };
+        entries.push(if metadata.is_dir() {
+            format!("{name}/")
+        } else {
+            name.clone()
+        });
+    }
+    if entries.is_empty() {
+        return Ok(text_result("(empty directory)".to_string(), Map::new()));
+    }
+
+    let mut output = HeadOutput::new();
+    for entry in &entries {
+        output.push_line(entry);
+    }
+    let truncation = output.finish();
+    let mut output = truncation.content.clone();
+    let mut details = Map::new();
+    let mut notices = Vec::new();
+    if limit_reached {
+        notices.push(format!(
+            "{limit} entries limit reached. Use limit={} for more",
+            limit.saturating_mul(2)
+        ));
+        details.insert("entryLimitReached".into(), json!(limit));
+    }
+    if truncation.truncated {
+        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
+        details.insert("truncation".into(), json!(truncation));
+    }
+    append_notices(&mut output, &notices);
+    Ok(text_result(output, details))
+}
+
+/// libuv's wording of common errors, as Node's messages show them:
+/// `EACCES: permission denied, scandir '/x'`.
+fn node_message(err: &std::io::Error, dir: &std::path::Path) -> String {
+    let described = match err.raw_os_error() {
+        Some(13) => Some(("EACCES", "permission denied")),
+        Some(1) => Some(("EPERM", "operation not permitted")),
+        Some(2) => Some(("ENOENT", "no such file or directory")),
+        Some(20) => Some(("ENOTDIR", "not a directory")),
+        Some(5) => Some(("EIO", "i/o error")),
+        Some(24) => Some(("EMFILE", "too many open files")),
+        Some(40) => Some(("ELOOP", "too many symbolic links encountered")),
+        _ => None,
+    };
+    match described {
+        Some((code, text)) => format!("{code}: {text}, scandir '{}'", dir.display()),
+        None => err.to_string(),
+    }
+}
+
+/// Sort key approximating ICU's root collation (what `localeCompare` uses) of the lower-cased
+/// name: first the base characters (punctuation, then digits, then letters; accents and case
+/// set aside), then the accents.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct CollationKey {
+    primary: Vec<u32>,
+    secondary: Vec<u32>,
+}
+
+/// ICU's root order of the printable ASCII characters once upper case is folded away.
+const ASCII_ORDER: &str = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz";
+
+fn primary_weight(c: char) -> u32 {
+    match c {
+        // Tab, line feed, vertical tab, form feed, carriage return: before the space.
+        '\t'..='\r' => 1 + (c as u32 - 9),
+        _ if c.is_ascii() => ASCII_ORDER
+            .find(c)
+            .map_or(0, |position| 16 + position as u32),
+        // Everything else after the ASCII letters, by code point.
+        _ => 0x1_0000 + c as u32,
+    }
+}
+
+fn is_combining(c: char) -> bool {
+    matches!(c as u32, 0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F)
+}
+
+/// See [`CollationKey`].
+fn collation_key(name: &str) -> CollationKey {
+    let mut primary = Vec::with_capacity(name.len());
+    let mut secondary = Vec::new();
+    for c in name.to_lowercase().nfd() {
+        if is_combining(c) {
+            secondary.push(c as u32);
+            continue;
+        }
+        // ICU expands these ligatures to two letters at the first level.
+        let expanded: &[char] = match c {
+            'ß' => &['s', 's'],
+            'æ' => &['a', 'e'],
+            'œ' => &['o', 'e'],
+            _ => &[],
+        };
+        if expanded.is_empty() {
+            primary.push(primary_weight(c));
+        } else {
+            primary.extend(expanded.iter().map(|&e| primary_weight(e)));
+            secondary.push(c as u32);
+        }
+        // Marks the end of a base character so accents compare position by position.
+        secondary.push(0);
+    }
+    CollationKey { primary, secondary }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compare_names(a: &str, b: &str) -> std::cmp::Ordering {
+        collation_key(a)
+            .cmp(&collation_key(b))
+            .then_with(|| a.cmp(b))
+    }
+
+    fn sorted(names: &[&str]) -> Vec<String> {
+        let mut names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        names.sort_by(|a, b| compare_names(a, b));
+        names
+    }
+
+    #[test]
+    fn matches_node_locale_compare() {
+        // Node 20 (ICU, en-US): `[...].map(s => s.toLowerCase()).sort((a, b) => a.localeCompare(b))`.
+        assert_eq!(
+            sorted(&[
+                "a_b", "a1", "a-b", "ab", "a.b", "é", "e", "f", "ß", "z", "_x", "x~", "1", "ä",
+                "a", "á", "b"
+            ]),
+            [
+                "_x", "1", "a", "á", "ä", "a_b", "a-b", "a.b", "a1", "ab", "b", "e", "é", "f", "ß",
+                "x~", "z"
+            ]
+        );
+        assert_eq!(sorted(&["ab", "a b", "a\tb"]), ["a\tb", "a b", "ab"]);
+        assert_eq!(
+            sorted(&["readme", "README", "Readme"]),
+            ["README", "Readme", "readme"]
+        );
+    }
+}

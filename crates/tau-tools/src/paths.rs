@@ -5,9 +5,8 @@
 use std::path::{Path, PathBuf};
 
 const UNICODE_SPACES: [char; 15] = [
-    '\u{00A0}', '\u{2000}', '\u{2001}', '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}',
-    '\u{2006}', '\u{2007}', '\u{2008}', '\u{2009}', '\u{200A}', '\u{202F}', '\u{205F}',
-    '\u{3000}',
+    '\u{00A0}', '\u{2000}', '\u{2001}', '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}', '\u{2006}',
+    '\u{2007}', '\u{2008}', '\u{2009}', '\u{200A}', '\u{202F}', '\u{205F}', '\u{3000}',
 ];
 
 /// pi's `expandPath`.
@@ -42,11 +41,26 @@ mod tests {
     fn expansion_rules() {
         let home = Path::new("/home/u");
         let cwd = Path::new("/work");
-        assert_eq!(resolve_to_cwd("@src/main.rs", cwd, Some(home)), Path::new("/work/src/main.rs"));
-        assert_eq!(resolve_to_cwd("~/notes.md", cwd, Some(home)), Path::new("/home/u/notes.md"));
+        assert_eq!(
+            resolve_to_cwd("@src/main.rs", cwd, Some(home)),
+            Path::new("/work/src/main.rs")
+        );
+        assert_eq!(
+            resolve_to_cwd("~/notes.md", cwd, Some(home)),
+            Path::new("/home/u/notes.md")
+        );
         assert_eq!(resolve_to_cwd("~", cwd, Some(home)), Path::new("/home/u"));
-        assert_eq!(resolve_to_cwd("/etc/hosts", cwd, Some(home)), Path::new("/etc/hosts"));
-        assert_eq!(resolve_to_cwd("a\u{00A0}b.txt", cwd, Some(home)), Path::new("/work/a b.txt"));
-        assert_eq!(resolve_to_cwd("~user/x", cwd, Some(home)), Path::new("/work/~user/x"));
+        assert_eq!(
+            resolve_to_cwd("/etc/hosts", cwd, Some(home)),
+            Path::new("/etc/hosts")
+        );
+        assert_eq!(
+            resolve_to_cwd("a\u{00A0}b.txt", cwd, Some(home)),
+            Path::new("/work/a b.txt")
+        );
+        assert_eq!(
+            resolve_to_cwd("~user/x", cwd, Some(home)),
+            Path::new("/work/~user/x")
+        );
     }
 }

@@ -1,1 +1,567 @@
-//! The `read` tool (being written).
+//! The `read` tool (tools-resources §1.1): text files with offset/limit paging and pi's
+//! truncation notices, images (recognised by their magic bytes) as attachments, resized to
+//! fit inline limits. Also the argument helpers the file tools share.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use futures_util::FutureExt as _;
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use tau_agent::{AgentTool, AgentToolResult, ToolContext};
+use tau_ai::{ImageContent, TextContent, UserContentBlock};
+use tokio::io::AsyncReadExt as _;
+use tokio_util::sync::CancellationToken;
+use unicode_normalization::UnicodeNormalization as _;
+
+use crate::ToolEnv;
+use crate::image_resize::{ResizeLimits, dimension_note, resize_image};
+use crate::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head};
+use crate::write::os_error;
+
+const NON_VISION_NOTE: &str =
+    "[Current model does not support images. The image will be omitted from this request.]";
+
+/// How many leading bytes pi sniffs for an image signature.
+const SNIFF_BYTES: usize = 4100;
+
+pub(crate) const ABORTED: &str = "Operation aborted";
+
+/// Reads files for the model.
+pub struct ReadTool {
+    env: Arc<ToolEnv>,
+    description: String,
+    parameters: Value,
+}
+
+impl ReadTool {
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        let parameters = json!({
+            "type": "object",
+            "required": ["path"],
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Path to the file to read (relative or absolute)"
+                },
+                "offset": {
+                    "type": "number",
+                    "description": "Line number to start reading from (1-indexed)"
+                },
+                "limit": {
+                    "type": "number",
+                    "description": "Maximum number of lines to read"
+                }
+            }
+        });
+        let description = format!(
+            "Returns the contents of a file. Text files come back as text, images (jpg, png, \
+             gif, webp) as image attachments. Text stops after {DEFAULT_MAX_LINES} lines or \
+             {}KB, whichever comes first; page through longer files with offset and limit, and \
+             when you need all of a file keep reading from the offset the notice suggests until \
+             you reach its end.",
+            DEFAULT_MAX_BYTES / 1024
+        );
+        Self {
+            env,
+            description,
+            parameters,
+        }
+    }
+
+    /// Runs one call; [`AgentTool::execute`] delegates here. `Err` carries the error text.
+    pub async fn run(
+        &self,
+        arguments: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Result<AgentToolResult, String> {
+        if cancel.is_cancelled() {
+            return Err(ABORTED.into());
+        }
+        let path = args::string("read", &arguments, "path")?;
+        let offset = args::optional_number("read", &arguments, "offset")?;
+        let limit = args::optional_number("read", &arguments, "limit")?;
+
+        let absolute = until_cancelled(cancel, resolve_read_path(&path, &self.env)).await?;
+        let bytes = until_cancelled(cancel, read_file(&absolute)).await??;
+
+        match sniff_image_mime(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
+            Some(mime) => self.image_result(bytes, mime, cancel).await,
+            None => text_result(&bytes, &path, offset, limit),
+        }
+    }
+
+    async fn image_result(
+        &self,
+        bytes: Vec<u8>,
+        mime: &'static str,
+        cancel: &CancellationToken,
+    ) -> Result<AgentToolResult, String> {
+        let non_vision = (!self.env.model_accepts_images).then_some(NON_VISION_NOTE);
+        let with_note = |mut text: String| {
+            if let Some(note) = non_vision {
+                text.push('\n');
+                text.push_str(note);
+            }
+            text
+        };
+        if !self.env.auto_resize_images {
+            let text = with_note(format!("Read image file [{mime}]"));
+            return Ok(result(vec![
+                text_block(text),
+                image_block(STANDARD.encode(&bytes), mime.to_string()),
+            ]));
+        }
+        let resizing = tokio::task::spawn_blocking(move || {
+            resize_image(&bytes, mime, ResizeLimits::default())
+        });
+        // A panicking decoder is treated like one that failed: the image is omitted.
+        let resized = until_cancelled(cancel, resizing).await?.ok().flatten();
+        Ok(match resized {
+            None => result(vec![text_block(with_note(format!(
+                "Read image file [{mime}]\n[Image omitted: could not be resized below the inline image size limit.]"
+            )))]),
+            Some(image) => {
+                let mut text = format!("Read image file [{}]", image.mime_type);
+                if let Some(note) = dimension_note(&image) {
+                    text.push('\n');
+                    text.push_str(&note);
+                }
+                result(vec![
+                    text_block(with_note(text)),
+                    image_block(image.data, image.mime_type),
+                ])
+            }
+        })
+    }
+}
+
+impl AgentTool for ReadTool {
+    fn name(&self) -> &str {
+        "read"
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    fn execute<'a>(
+        &'a self,
+        _call_id: &'a str,
+        arguments: Map<String, Value>,
+        context: ToolContext,
+    ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
+        async move { self.run(arguments, &context.cancel).await }.boxed()
+    }
+}
+
+/// Runs `future` unless `cancel` fires first, in which case the call is aborted.
+pub(crate) async fn until_cancelled<F: Future>(
+    cancel: &CancellationToken,
+    future: F,
+) -> Result<F::Output, String> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(ABORTED.into()),
+        output = future => Ok(output),
+    }
+}
+
+/// Opens and reads the whole file. pi checks access first, so a failure to open is reported
+/// as its `access` error; a directory opens fine and fails on `read`, as in Node.
+async fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+    let mut file = tokio::fs::File::open(path)
+        .await
+        .map_err(|e| os_error(&e, "access", Some(path)))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .await
+        .map_err(|e| os_error(&e, "read", None))?;
+    Ok(bytes)
+}
+
+fn text_result(
+    bytes: &[u8],
+    path: &str,
+    offset: Option<f64>,
+    limit: Option<f64>,
+) -> Result<AgentToolResult, String> {
+    let text = String::from_utf8_lossy(bytes);
+    let lines = LineIndex::new(&text);
+    let total = lines.count();
+
+    // pi: `offset ? max(0, offset - 1) : 0`; fractions are cut as JavaScript's slice cuts them.
+    let start = match offset.map(f64::trunc) {
+        Some(o) if o >= 1.0 => to_usize(o - 1.0),
+        _ => 0,
+    };
+    if start >= total {
+        let shown = offset.map_or_else(|| "undefined".to_string(), js_number);
+        return Err(format!(
+            "Offset {shown} is beyond end of file ({total} lines total)"
+        ));
+    }
+    // A negative limit selects nothing, like a limit of 0.
+    let user_limited = limit.map(|l| to_usize(l.trunc().max(0.0)));
+    let end = match user_limited {
+        Some(l) => start.saturating_add(l).min(total),
+        None => total,
+    };
+    let selected = lines.slice(&text, start, end);
+    let truncation = truncate_head(selected, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+    let first_shown = start + 1;
+
+    let (output, details) = if truncation.first_line_exceeds_limit {
+        let line_size = format_size(lines.line(&text, start).len());
+        let output = format!(
+            "[Line {first_shown} is {line_size}, exceeds {} limit. Use bash: sed -n '{first_shown}p' {path} | head -c {DEFAULT_MAX_BYTES}]",
+            format_size(DEFAULT_MAX_BYTES)
+        );
+        (output, Some(json!({ "truncation": truncation })))
+    } else if truncation.truncated {
+        let last_shown = first_shown + truncation.output_lines - 1;
+        let next = last_shown + 1;
+        let notice = if truncation.truncated_by == Some(crate::truncate::TruncatedBy::Lines) {
+            format!(
+                "[Showing lines {first_shown}-{last_shown} of {total}. Use offset={next} to continue.]"
+            )
+        } else {
+            format!(
+                "[Showing lines {first_shown}-{last_shown} of {total} ({} limit). Use offset={next} to continue.]",
+                format_size(DEFAULT_MAX_BYTES)
+            )
+        };
+        let output = format!("{}\n\n{notice}", truncation.content);
+        (output, Some(json!({ "truncation": truncation })))
+    } else if let Some(taken) = user_limited.map(|_| end - start)
+        && start + taken < total
+    {
+        let remaining = total - (start + taken);
+        let next = start + taken + 1;
+        let output = format!(
+            "{}\n\n[{remaining} more lines in file. Use offset={next} to continue.]",
+            truncation.content
+        );
+        (output, None)
+    } else {
+        (truncation.content, None)
+    };
+    Ok(AgentToolResult {
+        content: vec![text_block(output)],
+        details,
+        terminate: None,
+    })
+}
+
+/// Where each line of a text starts, so a window of lines is a slice, not a copy of all lines.
+struct LineIndex {
+    /// Byte positions of every `\n`.
+    newlines: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        let newlines = text
+            .bytes()
+            .enumerate()
+            .filter_map(|(i, b)| (b == b'\n').then_some(i))
+            .collect();
+        Self { newlines }
+    }
+
+    /// Lines as `split('\n')` counts them: a trailing newline makes one more, empty, line.
+    fn count(&self) -> usize {
+        self.newlines.len() + 1
+    }
+
+    fn start(&self, line: usize) -> usize {
+        if line == 0 {
+            0
+        } else {
+            self.newlines[line - 1] + 1
+        }
+    }
+
+    fn end(&self, text: &str, line: usize) -> usize {
+        self.newlines.get(line).copied().unwrap_or(text.len())
+    }
+
+    fn line<'t>(&self, text: &'t str, line: usize) -> &'t str {
+        &text[self.start(line)..self.end(text, line)]
+    }
+
+    /// Lines `from..to` joined by `\n`.
+    fn slice<'t>(&self, text: &'t str, from: usize, to: usize) -> &'t str {
+        if to <= from {
+            return "";
+        }
+        &text[self.start(from)..self.end(text, to - 1)]
+    }
+}
+
+fn to_usize(x: f64) -> usize {
+    if x <= 0.0 {
+        0
+    } else if x >= usize::MAX as f64 {
+        usize::MAX
+    } else {
+        // Non-negative, integral (callers truncate) and in range.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let n = x as usize;
+        n
+    }
+}
+
+/// A number as JavaScript prints it in a template string (`3`, not `3.0`).
+pub(crate) fn js_number(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e21 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// The image types providers accept, recognised by signature as pi 0.79 does (`utils/mime`):
+/// JPEG (not JPEG-LS), PNG with a proper IHDR that is not animated, GIF and WebP.
+fn sniff_image_mime(head: &[u8]) -> Option<&'static str> {
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
+    if head.starts_with(&[0xff, 0xd8, 0xff]) {
+        return (head.get(3) != Some(&0xf7)).then_some("image/jpeg");
+    }
+    if head.starts_with(PNG) {
+        let proper = head.len() >= 16 && read_u32_be(head, 8) == 13 && &head[12..16] == b"IHDR";
+        return (proper && !is_animated_png(head)).then_some("image/png");
+    }
+    if head.starts_with(b"GIF") {
+        return Some("image/gif");
+    }
+    if head.starts_with(b"RIFF") && head.get(8..12) == Some(b"WEBP") {
+        return Some("image/webp");
+    }
+    None
+}
+
+fn read_u32_be(bytes: &[u8], at: usize) -> u32 {
+    let mut word = [0u8; 4];
+    for (i, b) in word.iter_mut().enumerate() {
+        *b = bytes.get(at + i).copied().unwrap_or(0);
+    }
+    u32::from_be_bytes(word)
+}
+
+/// An `acTL` chunk before the first `IDAT` marks an APNG.
+fn is_animated_png(head: &[u8]) -> bool {
+    let mut offset = 8usize;
+    while offset + 8 <= head.len() {
+        let kind = &head[offset + 4..offset + 8];
+        if kind == b"acTL" {
+            return true;
+        }
+        if kind == b"IDAT" {
+            return false;
+        }
+        let length = usize::try_from(read_u32_be(head, offset)).unwrap_or(usize::MAX);
+        let next = offset.saturating_add(12).saturating_add(length);
+        if next <= offset || next > head.len() {
+            return false;
+        }
+        offset = next;
+    }
+    false
+}
+
+/// pi's `resolveReadPath`: the plain resolution, or the first existing variant of it that
+/// macOS tends to produce in file names (screenshots' narrow no-break space before AM/PM,
+/// decomposed accents, curly apostrophes).
+pub(crate) async fn resolve_read_path(path: &str, env: &ToolEnv) -> PathBuf {
+    let resolved = crate::paths::resolve_to_cwd(path, &env.cwd, env.home.as_deref());
+    if exists(&resolved).await {
+        return resolved;
+    }
+    let Some(plain) = resolved.to_str() else {
+        return resolved;
+    };
+    let nfd: String = plain.nfd().collect();
+    let candidates = [
+        am_pm_variant(plain),
+        nfd.clone(),
+        plain.replace('\'', "\u{2019}"),
+        nfd.replace('\'', "\u{2019}"),
+    ];
+    for candidate in candidates {
+        if candidate != plain && exists(Path::new(&candidate)).await {
+            return PathBuf::from(candidate);
+        }
+    }
+    resolved
+}
+
+async fn exists(path: &Path) -> bool {
+    tokio::fs::metadata(path).await.is_ok()
+}
+
+/// ` AM.` / ` PM.` (any case) with the space turned into U+202F, as macOS names screenshots.
+fn am_pm_variant(path: &str) -> String {
+    let mut out = String::with_capacity(path.len() + 8);
+    let mut rest = path;
+    while let Some(i) = rest.find(' ') {
+        out.push_str(&rest[..i]);
+        let after = &rest.as_bytes()[i + 1..];
+        let marker = after.len() >= 3
+            && matches!(after[0], b'A' | b'a' | b'P' | b'p')
+            && matches!(after[1], b'M' | b'm')
+            && after[2] == b'.';
+        out.push(if marker { '\u{202F}' } else { ' ' });
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+pub(crate) fn text_block(text: String) -> UserContentBlock {
+    UserContentBlock::Text(TextContent {
+        text,
+        text_signature: None,
+    })
+}
+
+fn image_block(data: String, mime_type: String) -> UserContentBlock {
+    UserContentBlock::Image(ImageContent { data, mime_type })
+}
+
+fn result(content: Vec<UserContentBlock>) -> AgentToolResult {
+    AgentToolResult {
+        content,
+        details: None,
+        terminate: None,
+    }
+}
+
+/// Argument checks for when a call reaches a tool without the loop's schema validation; the
+/// errors read like the loop's (pi's `Validation failed for tool …`).
+pub(crate) mod args {
+    use serde_json::{Map, Value};
+
+    pub(crate) fn validation_error(
+        tool: &str,
+        problems: &[String],
+        arguments: &Map<String, Value>,
+    ) -> String {
+        let list: Vec<String> = problems.iter().map(|p| format!("  - {p}")).collect();
+        let received = serde_json::to_string_pretty(arguments).unwrap_or_default();
+        format!(
+            "Validation failed for tool \"{tool}\":\n{}\n\nReceived arguments:\n{received}",
+            list.join("\n")
+        )
+    }
+
+    /// A required string argument.
+    pub(crate) fn string(
+        tool: &str,
+        arguments: &Map<String, Value>,
+        key: &str,
+    ) -> Result<String, String> {
+        match arguments.get(key) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            None => Err(validation_error(
+                tool,
+                &[format!("{key}: must have required property '{key}'")],
+                arguments,
+            )),
+            Some(_) => Err(validation_error(
+                tool,
+                &[format!("{key}: must be string")],
+                arguments,
+            )),
+        }
+    }
+
+    /// An optional number; numeric strings are accepted as the loop's coercion would.
+    pub(crate) fn optional_number(
+        tool: &str,
+        arguments: &Map<String, Value>,
+        key: &str,
+    ) -> Result<Option<f64>, String> {
+        let parsed = match arguments.get(key) {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Number(n)) => n.as_f64(),
+            Some(Value::String(s)) if !s.trim().is_empty() => {
+                s.trim().parse::<f64>().ok().filter(|x| x.is_finite())
+            }
+            Some(_) => None,
+        };
+        match parsed {
+            Some(x) => Ok(Some(x)),
+            None => Err(validation_error(
+                tool,
+                &[format!("{key}: must be number")],
+                arguments,
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffing_follows_pi() {
+        assert_eq!(
+            sniff_image_mime(b"\xff\xd8\xff\xe0rest"),
+            Some("image/jpeg")
+        );
+        assert_eq!(sniff_image_mime(b"\xff\xd8\xff\xf7rest"), None);
+        assert_eq!(sniff_image_mime(b"GIF89a"), Some("image/gif"));
+        assert_eq!(
+            sniff_image_mime(b"RIFF\0\0\0\0WEBPVP8 "),
+            Some("image/webp")
+        );
+        assert_eq!(sniff_image_mime(b"RIFF\0\0\0\0WAVE"), None);
+        assert_eq!(sniff_image_mime(b"\x89PNG\r\n\x1a\n"), None, "no IHDR");
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        png.extend_from_slice(&[0; 13 + 4]);
+        assert_eq!(sniff_image_mime(&png), Some("image/png"));
+        let mut apng = png.clone();
+        apng.extend_from_slice(b"\0\0\0\x08acTL");
+        assert_eq!(sniff_image_mime(&apng), None);
+        assert_eq!(sniff_image_mime(b""), None);
+    }
+
+    #[test]
+    fn screenshot_names() {
+        assert_eq!(
+            am_pm_variant("/s/Shot 10.00.00 AM.png"),
+            "/s/Shot 10.00.00\u{202F}AM.png"
+        );
+        assert_eq!(
+            am_pm_variant("a pm. b Am. c AMx"),
+            "a\u{202F}pm. b\u{202F}Am. c AMx"
+        );
+        assert_eq!(am_pm_variant("trailing "), "trailing ");
+    }
+
+    #[test]
+    fn numbers_print_like_javascript() {
+        assert_eq!(js_number(3000.0), "3000");
+        assert_eq!(js_number(2.5), "2.5");
+        assert_eq!(js_number(-1.0), "-1");
+    }
+
+    #[test]
+    fn line_index_slices() {
+        let text = "a\nbb\n\nc";
+        let lines = LineIndex::new(text);
+        assert_eq!(lines.count(), 4);
+        assert_eq!(lines.slice(text, 0, 4), text);
+        assert_eq!(lines.slice(text, 1, 3), "bb\n");
+        assert_eq!(lines.slice(text, 2, 2), "");
+        assert_eq!(lines.line(text, 3), "c");
+    }
+}

@@ -1,1 +1,354 @@
-//! The `write` tool (being written).
+//! The `write` tool (tools-resources §1.4), and what the file-changing tools share: atomic
+//! replacement of a file's contents, one mutation at a time per file, and OS errors worded
+//! as Node words them (pi passes those through to the model).
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock};
+
+use futures_util::FutureExt as _;
+use futures_util::future::BoxFuture;
+use rustix::io::Errno;
+use serde_json::{Map, Value, json};
+use tau_agent::{AgentTool, AgentToolResult, ToolContext};
+use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio_util::sync::CancellationToken;
+
+use crate::ToolEnv;
+use crate::read::{ABORTED, args, text_block, until_cancelled};
+
+const DESCRIPTION: &str = "Writes content to a file, replacing the file if it exists and \
+creating it, together with any missing parent directories, if it does not.";
+
+/// Creates and overwrites files for the model.
+pub struct WriteTool {
+    env: Arc<ToolEnv>,
+    parameters: Value,
+}
+
+impl WriteTool {
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        let parameters = json!({
+            "type": "object",
+            "required": ["path", "content"],
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Path to the file to write (relative or absolute)"
+                },
+                "content": {
+                    "type": "string",
+                    "description": "Content to write to the file"
+                }
+            }
+        });
+        Self { env, parameters }
+    }
+
+    /// Runs one call; [`AgentTool::execute`] delegates here. `Err` carries the error text.
+    pub async fn run(
+        &self,
+        arguments: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Result<AgentToolResult, String> {
+        if cancel.is_cancelled() {
+            return Err(ABORTED.into());
+        }
+        let path = args::string("write", &arguments, "path")?;
+        let content = args::string("write", &arguments, "content")?;
+        let absolute = crate::paths::resolve_to_cwd(&path, &self.env.cwd, self.env.home.as_deref());
+
+        let _lock = until_cancelled(cancel, lock_file(&absolute)).await?;
+        if let Some(dir) = absolute.parent() {
+            tokio::fs::create_dir_all(dir)
+                .await
+                .map_err(|e| os_error(&e, "mkdir", Some(dir)))?;
+        }
+        // Last moment to back out: once the rename is done the file has changed, and saying
+        // "aborted" then would mislead the model.
+        if cancel.is_cancelled() {
+            return Err(ABORTED.into());
+        }
+        let bytes = content.into_bytes();
+        let written = bytes.len();
+        write_atomic(&absolute, bytes)
+            .await
+            .map_err(|e| os_error(&e, "open", Some(&absolute)))?;
+        Ok(AgentToolResult {
+            content: vec![text_block(format!(
+                "Successfully wrote {written} bytes to {path}"
+            ))],
+            details: None,
+            terminate: None,
+        })
+    }
+}
+
+impl AgentTool for WriteTool {
+    fn name(&self) -> &str {
+        "write"
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    fn execute<'a>(
+        &'a self,
+        _call_id: &'a str,
+        arguments: Map<String, Value>,
+        context: ToolContext,
+    ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
+        async move { self.run(arguments, &context.cancel).await }.boxed()
+    }
+}
+
+/// Node's wording of an OS error: `ENOENT: no such file or directory, open '/abs/path'`.
+pub(crate) fn os_error(err: &io::Error, syscall: &str, path: Option<&Path>) -> String {
+    let Some((code, text)) = Errno::from_io_error(err).and_then(errno_words) else {
+        return err.to_string();
+    };
+    match path {
+        Some(path) => format!("{code}: {text}, {syscall} '{}'", path.display()),
+        None => format!("{code}: {text}, {syscall}"),
+    }
+}
+
+/// The error's code alone (`ENOENT`), as the edit tool reports access failures.
+pub(crate) fn os_error_code(err: &io::Error) -> Option<&'static str> {
+    Errno::from_io_error(err)
+        .and_then(errno_words)
+        .map(|(code, _)| code)
+}
+
+/// libuv's names and messages for the errors file operations meet.
+fn errno_words(errno: Errno) -> Option<(&'static str, &'static str)> {
+    let words = [
+        (Errno::ACCESS, "EACCES", "permission denied"),
+        (Errno::AGAIN, "EAGAIN", "resource temporarily unavailable"),
+        (Errno::BUSY, "EBUSY", "resource busy or locked"),
+        (Errno::DQUOT, "EDQUOT", "disk quota exceeded"),
+        (Errno::EXIST, "EEXIST", "file already exists"),
+        (Errno::FBIG, "EFBIG", "file too large"),
+        (Errno::INTR, "EINTR", "interrupted system call"),
+        (Errno::INVAL, "EINVAL", "invalid argument"),
+        (Errno::IO, "EIO", "i/o error"),
+        (Errno::ISDIR, "EISDIR", "illegal operation on a directory"),
+        (Errno::LOOP, "ELOOP", "too many symbolic links encountered"),
+        (Errno::MFILE, "EMFILE", "too many open files"),
+        (Errno::NAMETOOLONG, "ENAMETOOLONG", "name too long"),
+        (Errno::NFILE, "ENFILE", "file table overflow"),
+        (Errno::NODEV, "ENODEV", "no such device"),
+        (Errno::NOENT, "ENOENT", "no such file or directory"),
+        (Errno::NOMEM, "ENOMEM", "not enough memory"),
+        (Errno::NOSPC, "ENOSPC", "no space left on device"),
+        (Errno::NOTDIR, "ENOTDIR", "not a directory"),
+        (Errno::NOTEMPTY, "ENOTEMPTY", "directory not empty"),
+        (Errno::NXIO, "ENXIO", "no such device or address"),
+        (Errno::PERM, "EPERM", "operation not permitted"),
+        (Errno::ROFS, "EROFS", "read-only file system"),
+        (Errno::TXTBSY, "ETXTBSY", "text file is busy"),
+        (Errno::XDEV, "EXDEV", "cross-device link not permitted"),
+    ];
+    words
+        .into_iter()
+        .find(|(e, _, _)| *e == errno)
+        .map(|(_, code, text)| (code, text))
+}
+
+/// Held while a tool changes one file; dropping it lets the next change of that file go.
+pub(crate) struct FileLock {
+    key: PathBuf,
+    guard: Option<OwnedMutexGuard<()>>,
+}
+
+static FILE_LOCKS: LazyLock<std::sync::Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> =
+    LazyLock::new(Default::default);
+
+/// Serialises `edit` and `write` per file (pi 0.73+): tool calls of one reply run
+/// concurrently, and two edits of the same file must not both start from its old contents.
+/// The key is the real path, so links to one file share a lock.
+pub(crate) async fn lock_file(path: &Path) -> FileLock {
+    let key = tokio::fs::canonicalize(path)
+        .await
+        .unwrap_or_else(|_| path.to_path_buf());
+    let mutex = {
+        let mut locks = FILE_LOCKS.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(locks.entry(key.clone()).or_default())
+    };
+    let guard = mutex.lock_owned().await;
+    FileLock {
+        key,
+        guard: Some(guard),
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        let mut locks = FILE_LOCKS.lock().unwrap_or_else(|e| e.into_inner());
+        // Only the table holds it now (clones are made under the table's lock), so nobody
+        // is waiting: forget it rather than grow the table with every file ever touched.
+        if locks
+            .get(&self.key)
+            .is_some_and(|m| Arc::strong_count(m) == 1)
+        {
+            locks.remove(&self.key);
+        }
+    }
+}
+
+/// Replaces the contents of `path` (following symlinks) so that readers see either the old
+/// or the new file, never a torn one: the bytes go to a temporary file beside it, which is
+/// flushed and renamed over it. The file keeps its permissions (and, where allowed, owner).
+pub(crate) async fn write_atomic(path: &Path, bytes: Vec<u8>) -> io::Result<()> {
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || write_atomic_blocking(&path, &bytes))
+        .await
+        .map_err(io::Error::other)?
+}
+
+fn write_atomic_blocking(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let target = follow_symlinks(path);
+    let existing = fs::metadata(&target).ok();
+    if existing.as_ref().is_some_and(fs::Metadata::is_dir) {
+        return Err(io::Error::from_raw_os_error(Errno::ISDIR.raw_os_error()));
+    }
+    let temp = temp_path(&target);
+    let mut file = match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)
+    {
+        Ok(file) => file,
+        // A writable file in a directory we may not create files in: pi would write it, so
+        // do, in place, rather than refuse.
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied && existing.is_some() => {
+            return fs::write(&target, bytes);
+        }
+        Err(e) => return Err(e),
+    };
+    let written = (|| {
+        if let Some(meta) = &existing {
+            file.set_permissions(meta.permissions())?;
+            keep_owner(&file, meta);
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&temp, &target)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    written
+}
+
+#[cfg(unix)]
+fn keep_owner(file: &fs::File, meta: &fs::Metadata) {
+    use std::os::unix::fs::MetadataExt as _;
+    // Only root (or a member of the group) may change these; failing leaves the file ours,
+    // which is what any editor's save-by-rename does too.
+    let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
+}
+
+#[cfg(not(unix))]
+fn keep_owner(_file: &fs::File, _meta: &fs::Metadata) {}
+
+/// Where a symlink chain ends, so the rename replaces the file and not the link.
+fn follow_symlinks(path: &Path) -> PathBuf {
+    let mut current = path.to_path_buf();
+    // The kernel's own limit on link chains.
+    for _ in 0..40 {
+        let is_link = fs::symlink_metadata(&current).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            break;
+        }
+        let Ok(next) = fs::read_link(&current) else {
+            break;
+        };
+        current = match current.parent() {
+            Some(dir) if next.is_relative() => dir.join(next),
+            _ => next,
+        };
+    }
+    current
+}
+
+/// A hidden, unique name beside `target` (same directory, so the rename stays on one file
+/// system), short enough for file-name limits.
+fn temp_path(target: &Path) -> PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut cut = name.len().min(200);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let file = format!(".{}.{}.tmp", &name[..cut], &unique[..12]);
+    match target.parent() {
+        Some(dir) => dir.join(file),
+        None => PathBuf::from(file),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_style_errors() {
+        let err = io::Error::from_raw_os_error(Errno::NOENT.raw_os_error());
+        assert_eq!(
+            os_error(&err, "access", Some(Path::new("/x/y"))),
+            "ENOENT: no such file or directory, access '/x/y'"
+        );
+        let err = io::Error::from_raw_os_error(Errno::ISDIR.raw_os_error());
+        assert_eq!(
+            os_error(&err, "read", None),
+            "EISDIR: illegal operation on a directory, read"
+        );
+        assert_eq!(os_error_code(&err), Some("EISDIR"));
+        assert_eq!(os_error(&io::Error::other("boom"), "open", None), "boom");
+    }
+
+    #[test]
+    fn temp_names_stay_short_and_beside_the_target() {
+        let long = "é".repeat(200);
+        let temp = temp_path(&Path::new("/d").join(&long));
+        assert_eq!(temp.parent(), Some(Path::new("/d")));
+        let name = temp.file_name().map(|n| n.len()).unwrap_or(0);
+        assert!(name <= 255, "{name}");
+    }
+
+    #[tokio::test]
+    async fn locks_are_per_file_and_forgotten() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = dir.path().join("a");
+        let first = lock_file(&a).await;
+        // Another file is not blocked.
+        let other = lock_file(&dir.path().join("b")).await;
+        drop(other);
+        let waiting = tokio::spawn({
+            let a = a.clone();
+            async move { lock_file(&a).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(
+            !waiting.is_finished(),
+            "the second lock waits for the first"
+        );
+        drop(first);
+        let second = waiting.await.expect("joins");
+        drop(second);
+        let locks = FILE_LOCKS.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(!locks.contains_key(&a));
+    }
+}

@@ -873,3 +873,150 @@ fn steering_mode_all_delivers_every_queued_message_at_once() {
     assert_eq!(users, ["S1", "S2"]);
     assert_eq!(mock.requests().len(), 2);
 }
+
+fn tool_end<'a>(records: &'a [Value], id: &str) -> &'a Value {
+    records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_end" && r["toolCallId"] == id)
+        .unwrap_or_else(|| panic!("no end for {id}: {:?}", types(records)))
+}
+
+fn result_text(end: &Value) -> String {
+    end["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn every_built_in_tool_round_trips_through_the_binary() {
+    let (mock, mut t) = setup_args(
+        "openai-completions",
+        &["--tools", "read,bash,edit,write,grep,find,ls"],
+    );
+    let steps = [
+        (
+            "w",
+            "write",
+            json!({"path": "notes.txt", "content": "hello\nworld\n"}),
+        ),
+        ("r", "read", json!({"path": "notes.txt"})),
+        (
+            "e",
+            "edit",
+            json!({"path": "notes.txt", "edits": [{"oldText": "world", "newText": "tau"}]}),
+        ),
+        ("b", "bash", json!({"command": "cat notes.txt"})),
+        ("g", "grep", json!({"pattern": "tau"})),
+        ("f", "find", json!({"pattern": "*.txt"})),
+        ("l", "ls", json!({})),
+    ];
+    for (id, name, args) in &steps {
+        mock.push(Reply::new().tool_call(*id, *name, args.clone()));
+    }
+    mock.push(Reply::text("all done"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "exercise the tools"}));
+    let records = kinds_until_settled(&mut t);
+    for (id, name, _) in &steps {
+        let end = tool_end(&records, id);
+        assert_eq!(end["toolName"], *name);
+        assert_eq!(end["isError"], false, "{name}: {end}");
+    }
+    assert_eq!(result_text(tool_end(&records, "r")), "hello\nworld\n");
+    assert!(result_text(tool_end(&records, "e")).contains("notes.txt"));
+    assert!(tool_end(&records, "e")["result"]["details"]["diff"].is_string());
+    assert_eq!(result_text(tool_end(&records, "b")), "hello\ntau\n");
+    assert!(
+        result_text(tool_end(&records, "g")).contains("notes.txt:2: tau"),
+        "{}",
+        result_text(tool_end(&records, "g"))
+    );
+    assert!(result_text(tool_end(&records, "f")).contains("notes.txt"));
+    assert!(result_text(tool_end(&records, "l")).contains("notes.txt"));
+    assert_eq!(
+        std::fs::read_to_string(t.cwd().join("notes.txt")).unwrap(),
+        "hello\ntau\n"
+    );
+    // The bash tool streamed progress.
+    assert!(
+        records
+            .iter()
+            .any(|r| r["type"] == "tool_execution_update" && r["toolCallId"] == "b")
+    );
+    // Every tool was offered to the model with its schema.
+    let offered: Vec<String> = mock.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        offered,
+        ["read", "bash", "edit", "write", "grep", "find", "ls"]
+    );
+}
+
+#[test]
+fn parallel_tool_calls_report_results_in_call_order() {
+    let (mock, mut t) = setup();
+    mock.push(
+        Reply::new()
+            .tool_call("slow", "bash", json!({"command": "sleep 0.3; echo slow"}))
+            .tool_call("fast", "bash", json!({"command": "echo fast"})),
+    );
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "two at once"}));
+    let records = kinds_until_settled(&mut t);
+    let ends: Vec<&str> = records
+        .iter()
+        .filter(|r| r["type"] == "tool_execution_end")
+        .map(|r| r["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ends, ["fast", "slow"], "ends in completion order");
+    let results: Vec<&str> = records
+        .iter()
+        .filter(|r| r["type"] == "message_end" && r["message"]["role"] == "toolResult")
+        .map(|r| r["message"]["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["slow", "fast"], "results in call order");
+}
+
+#[test]
+fn abort_during_a_long_bash_kills_it_quickly() {
+    let (mock, mut t) = setup();
+    mock.push(Reply::new().tool_call("b", "bash", json!({"command": "sleep 30; echo never"})));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "wait"}));
+    t.event("tool_execution_start");
+    std::thread::sleep(Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    t.send(&json!({"id": "a", "type": "abort"}));
+    let records = kinds_until_settled(&mut t);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let end = tool_end(&records, "b");
+    assert_eq!(end["isError"], true);
+    assert!(
+        result_text(end).ends_with("Command aborted"),
+        "{}",
+        result_text(end)
+    );
+    let last = records
+        .iter()
+        .rev()
+        .find(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(last["message"]["stopReason"], "aborted");
+    // No `sleep 30` is left behind.
+    let ps = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 30; echo never"])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "orphan: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+}

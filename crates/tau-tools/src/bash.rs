@@ -1,1 +1,0 @@
-//! The `bash` tool (being written).
