@@ -1020,3 +1020,61 @@ fn abort_during_a_long_bash_kills_it_quickly() {
         String::from_utf8_lossy(&ps.stdout)
     );
 }
+
+#[test]
+fn line_separators_inside_a_tool_output_stay_raw() {
+    let (mock, mut t) = setup();
+    mock.push(Reply::new().tool_call(
+        "b",
+        "bash",
+        json!({"command": "printf 'a\\342\\200\\250b\\342\\200\\251c'"}),
+    ));
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "separators"}));
+    let records = kinds_until_settled(&mut t);
+    assert_eq!(result_text(tool_end(&records, "b")), "a\u{2028}b\u{2029}c");
+    let raw = t
+        .history()
+        .iter()
+        .find(|r| {
+            r.json
+                .as_ref()
+                .is_some_and(|j| j["type"] == "tool_execution_end")
+        })
+        .unwrap()
+        .raw
+        .clone();
+    let raw = String::from_utf8(raw).unwrap();
+    assert!(
+        raw.contains("a\u{2028}b\u{2029}c") && !raw.contains("\\u2028"),
+        "{raw}"
+    );
+    assert!(mock.requests()[1].body.to_string().contains("a\u{2028}b"));
+}
+
+#[test]
+fn follow_up_mode_all_delivers_every_follow_up_in_one_turn() {
+    let (mock, mut t) = setup();
+    t.request(json!({"type": "set_follow_up_mode", "mode": "all"}));
+    mock.push(
+        Reply::new()
+            .with_text("abcdef")
+            .chunk_size(1)
+            .chunk_delay_ms(40),
+    );
+    mock.push(Reply::text("both follow-ups"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    t.event("message_start");
+    t.request(json!({"type": "follow_up", "message": "F1"}));
+    t.request(json!({"type": "follow_up", "message": "F2"}));
+    let records = kinds_until_settled(&mut t);
+    let kinds = types(&records);
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "turn_end").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(mock.requests().len(), 2);
+    let second = mock.requests()[1].body["messages"].to_string();
+    assert!(second.contains("F1") && second.contains("F2"));
+}
