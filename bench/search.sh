@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # grep and find over a large source tree: tau's in-process tools (the `search` example of
-# tau-tools) against ripgrep and fd run as processes, as pi runs them. Every command does the
-# full work: the tool limits are set above the number of results, and rg/fd get no limit.
+# tau-tools) against ripgrep and fd run as processes, as pi runs them. Each comparison does the
+# full work on both sides (tool limits above the number of results, rg/fd without a limit),
+# except the one that shows pi's default grep limit of 100 matches.
 #
 # The tree is the Rust toolchain's sources (`rustc --print sysroot`/lib/rustlib/src) if the
 # rust-src component is installed, else ~/.cargo/registry/src, copied once to $TREE_COPY with an
@@ -13,7 +14,10 @@ cd "$(dirname "$0")/.."
 runs=${RUNS:-10}
 copy=${TREE_COPY:-/tmp/tau-search-tree}
 
-need() { command -v "$1" >/dev/null || apt-get install -y "$2" >/dev/null; }
+need() {
+  command -v "$1" >/dev/null && return
+  apt-get install -y "$2" >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y "$2" >/dev/null; }
+}
 need rg ripgrep
 need fdfind fd-find
 need hyperfine hyperfine

@@ -4,7 +4,7 @@
 #   bash scripts/demo.sh ["your prompt"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-prompt=${1:-"Hello tau, what can you do?"}
+prompt=${1:-"list files"}
 cargo build --release --quiet -p tau -p tau-mock-llm
 work=$(mktemp -d)
 ./target/release/tau-mock-llm --rules >"$work/mock.out" &

@@ -152,7 +152,7 @@ impl Request {
             glob,
             ignore_case: args.boolean("ignoreCase")?.unwrap_or(false),
             literal: args.boolean("literal")?.unwrap_or(false),
-            // `as` saturates; a fractional context rounds up like pi's `L + ctx` bounds.
+            // `as` saturates; a fractional context (meaningless to pi) is rounded up.
             context: if context > 0.0 {
                 context.ceil() as usize
             } else {
@@ -430,8 +430,10 @@ fn search_in_order(
         }
         mine
     };
+    // At most 12 threads, as the `ignore` walker uses: more only contend for the disk.
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
+        .min(12)
         .min(pending);
     let searched: Vec<(usize, Vec<Hit>)> = if threads <= 1 {
         worker()

@@ -263,7 +263,7 @@ async fn output_is_identical_across_runs() {
 #[tokio::test]
 async fn abort_is_reported() {
     let dir = tempfile::tempdir().unwrap();
-    for n in 0..3000 {
+    for n in 0..1500 {
         write(dir.path(), &format!("d{}/e{}/f{n}", n % 30, n % 7), "");
     }
     let find = tool(dir.path());
