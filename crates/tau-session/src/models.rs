@@ -25,7 +25,10 @@ pub fn resolve_startup_model(
     settings: &Settings,
 ) -> Result<StartupModel, String> {
     let mut warnings = Vec::new();
-    if let Some(error) = registry.models_json_error() {
+    // Reading models.json parses the catalog too; only pay for that when the file exists.
+    if registry.agent_dir().join("models.json").exists()
+        && let Some(error) = registry.models_json_error()
+    {
         warnings.push(error.to_string());
     }
     let cli = match config.model_pattern.as_deref() {
@@ -85,6 +88,9 @@ pub fn resolve_startup_model(
             default_model.as_deref(),
         ) {
             Some(scoped) => (Some(scoped.model.clone()), scoped.thinking_level),
+            // Without any credentials and without a configured default there is no model to
+            // find, and the catalog need not be read at all.
+            None if default_model.is_none() && !registry.may_have_credentials() => (None, None),
             None => (
                 registry
                     .default_model(default_provider.as_deref(), default_model.as_deref())

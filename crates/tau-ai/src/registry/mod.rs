@@ -225,6 +225,23 @@ impl Registry {
         self.loaded().auth_error.as_deref()
     }
 
+    /// Whether any provider could have credentials, decided without parsing the catalog: a
+    /// runtime key, an `auth.json` or `models.json` file, or a provider key variable in the
+    /// environment. When this is false no model is available, and a process that never
+    /// selects one (`tau --mode rpc` answering `get_state`) skips the catalog entirely.
+    pub fn may_have_credentials(&self) -> bool {
+        if !self.runtime_keys.is_empty()
+            || self.agent_dir.join("auth.json").exists()
+            || self.agent_dir.join("models.json").exists()
+        {
+            return true;
+        }
+        DEFAULT_MODEL_PER_PROVIDER
+            .iter()
+            .flat_map(|(provider, _)| env_vars_for(provider))
+            .any(|name| self.env_var(name).is_some())
+    }
+
     /// Every model, built-in and custom, in registry order, with or without credentials.
     pub fn all_models(&self) -> &[Model] {
         &self.loaded().models

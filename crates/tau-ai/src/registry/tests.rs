@@ -1279,3 +1279,13 @@ fn default_model_prefers_settings_then_table_then_first() {
     let reg = registry(dir.path(), &[]);
     assert_eq!(reg.default_model(None, None).unwrap().id, "first");
 }
+
+#[test]
+fn credentials_can_be_ruled_out_without_the_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(!registry(dir.path(), &[]).may_have_credentials());
+    assert!(registry(dir.path(), &[("GROQ_API_KEY", "k")]).may_have_credentials());
+    assert!(!registry(dir.path(), &[("GROQ_API_KEY", "")]).may_have_credentials());
+    std::fs::write(dir.path().join("auth.json"), "{}").unwrap();
+    assert!(registry(dir.path(), &[]).may_have_credentials());
+}
