@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::sse::SseEvent;
 use super::{
     Adapter, CacheRetention, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions,
-    transform,
+    add_request_headers, transform,
 };
 use crate::{
     AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
@@ -73,14 +73,7 @@ pub(crate) fn build(
     if !betas.is_empty() {
         headers.push(("anthropic-beta".to_string(), betas.join(",")));
     }
-    if let Some(model_headers) = &model.headers {
-        for (name, value) in model_headers {
-            if let Some(value) = value.as_str() {
-                headers.push((name.clone(), value.to_string()));
-            }
-        }
-    }
-    headers.extend(options.headers.iter().cloned());
+    add_request_headers(&mut headers, model, options);
     let request = HttpRequest {
         url: format!("{}/v1/messages", model.base_url.trim_end_matches('/')),
         headers,

@@ -4,7 +4,10 @@
 use serde_json::{Map, Value, json};
 
 use super::sse::SseEvent;
-use super::{Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, transform};
+use super::{
+    Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, add_request_headers,
+    transform,
+};
 use crate::{
     AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
     UserContentBlock,
@@ -27,14 +30,7 @@ pub(crate) fn build(
         ("content-type".to_string(), "application/json".to_string()),
         ("x-goog-api-key".to_string(), key),
     ];
-    if let Some(model_headers) = &model.headers {
-        for (name, value) in model_headers {
-            if let Some(value) = value.as_str() {
-                headers.push((name.clone(), value.to_string()));
-            }
-        }
-    }
-    headers.extend(options.headers.iter().cloned());
+    add_request_headers(&mut headers, model, options);
     let request = HttpRequest {
         url: format!(
             "{}/models/{}:streamGenerateContent?alt=sse",

@@ -236,6 +236,22 @@ fn build(
     }
 }
 
+/// Appends the model's own headers, then the caller's (later ones win on the server side).
+pub(crate) fn add_request_headers(
+    headers: &mut Vec<(String, String)>,
+    model: &Model,
+    options: &StreamOptions,
+) {
+    if let Some(model_headers) = &model.headers {
+        for (name, value) in model_headers {
+            if let Some(value) = value.as_str() {
+                headers.push((name.clone(), value.to_string()));
+            }
+        }
+    }
+    headers.extend(options.headers.iter().cloned());
+}
+
 /// The HTTP client every provider request goes through (connection pooling, rustls).
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder()

@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::sse::SseEvent;
-use super::{Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, transform};
+use super::{
+    Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, add_request_headers,
+    transform,
+};
 use crate::{
     AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
     UserContentBlock,
@@ -151,14 +154,7 @@ pub(crate) fn build(
         ("accept".to_string(), "text/event-stream".to_string()),
         ("authorization".to_string(), format!("Bearer {key}")),
     ];
-    if let Some(model_headers) = &model.headers {
-        for (name, value) in model_headers {
-            if let Some(value) = value.as_str() {
-                headers.push((name.clone(), value.to_string()));
-            }
-        }
-    }
-    headers.extend(options.headers.iter().cloned());
+    add_request_headers(&mut headers, model, options);
     let request = HttpRequest {
         url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
         headers,
