@@ -50,6 +50,9 @@ struct Streaming {
 pub struct SnapshotRenderer {
     shape: UpdateShape,
     current: Option<Streaming>,
+    /// Lean shape: the last `usage` written and its JSON, reused while it does not change
+    /// (it changes a few times per message, the events thousands of times).
+    lean_usage: Option<(tau_ai::Usage, Vec<u8>)>,
 }
 
 const HEAD: &[u8] = br#"{"role":"assistant","content":["#;
@@ -83,6 +86,7 @@ impl SnapshotRenderer {
         Self {
             shape,
             current: None,
+            lean_usage: None,
         }
     }
 
@@ -122,7 +126,14 @@ impl SnapshotRenderer {
         if self.shape == UpdateShape::Lean {
             out.write_all(br#"{"type":"message_update","usage":"#)?;
             let usage = usage.cloned().unwrap_or_default();
-            serde_json::to_writer(&mut *out, &usage).map_err(io::Error::other)?;
+            let cached = match &self.lean_usage {
+                Some((known, json)) if *known == usage => json,
+                _ => {
+                    let json = to_vec(&usage)?;
+                    &self.lean_usage.insert((usage, json)).1
+                }
+            };
+            out.write_all(cached)?;
             out.write_all(br#","assistantMessageEvent":"#)?;
             if has_partial(event) {
                 serde_json::to_writer(&mut *out, &without_partial(event))

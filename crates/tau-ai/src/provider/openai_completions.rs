@@ -447,6 +447,71 @@ fn messages(model: &Model, context: &Context, compat: &Compat) -> Vec<Value> {
     out
 }
 
+/// The parts of a `chat.completion.chunk` tau reads. Strings borrow from the event text
+/// where they can: one chunk per delta makes this the provider's hot path.
+mod wire {
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    #[derive(Deserialize)]
+    pub struct Chunk<'a> {
+        #[serde(borrow, default)]
+        pub id: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub model: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub choices: Option<Vec<Choice<'a>>>,
+        #[serde(default)]
+        pub usage: Option<Value>,
+        #[serde(default)]
+        pub error: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Choice<'a> {
+        #[serde(borrow, default)]
+        pub delta: Option<Delta<'a>>,
+        #[serde(borrow, default)]
+        pub finish_reason: Option<Cow<'a, str>>,
+        #[serde(default)]
+        pub usage: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Delta<'a> {
+        #[serde(borrow, default)]
+        pub content: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub reasoning_content: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub reasoning: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub reasoning_text: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct ToolCallDelta<'a> {
+        #[serde(default)]
+        pub index: Option<u64>,
+        #[serde(borrow, default)]
+        pub id: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub function: Option<FunctionDelta<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct FunctionDelta<'a> {
+        #[serde(borrow, default)]
+        pub name: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub arguments: Option<Cow<'a, str>>,
+    }
+}
+
 /// Stream decoding state.
 #[derive(Debug, Default)]
 struct Decoder {
@@ -500,9 +565,9 @@ impl Adapter for Decoder {
         if data.is_empty() {
             return Ok(Flow::Continue);
         }
-        let chunk: Value = serde_json::from_str(data)
+        let chunk: wire::Chunk<'_> = serde_json::from_str(data)
             .map_err(|e| ProviderError::Stream(format!("Invalid stream chunk: {e}")))?;
-        if let Some(error) = chunk.get("error") {
+        if let Some(error) = chunk.error {
             let message = error
                 .get("message")
                 .and_then(Value::as_str)
@@ -512,17 +577,23 @@ impl Adapter for Decoder {
         if !self.saw_chunk {
             self.saw_chunk = true;
             ops.push(Op::Start);
-            if let Some(id) = chunk.get("id").and_then(Value::as_str) {
+            if let Some(id) = &chunk.id {
                 ops.push(Op::ResponseId(id.to_string()));
             }
-            if let Some(model) = chunk.get("model").and_then(Value::as_str) {
+            if let Some(model) = &chunk.model {
                 ops.push(Op::ResponseModel(model.to_string()));
             }
         }
-        let choice = chunk.get("choices").and_then(|c| c.get(0));
+        let mut choices = chunk.choices.unwrap_or_default();
+        let choice = if choices.is_empty() {
+            None
+        } else {
+            Some(choices.swap_remove(0))
+        };
         if let Some(usage) = chunk
-            .get("usage")
-            .or_else(|| choice.and_then(|c| c.get("usage")))
+            .usage
+            .as_ref()
+            .or_else(|| choice.as_ref().and_then(|c| c.usage.as_ref()))
             && usage.is_object()
         {
             ops.push(Op::Usage(usage_from(usage)));
@@ -530,44 +601,40 @@ impl Adapter for Decoder {
         let Some(choice) = choice else {
             return Ok(Flow::Continue);
         };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        if let Some(reason) = &choice.finish_reason {
             self.finish_reason = Some(reason.to_string());
         }
-        let Some(delta) = choice.get("delta") else {
+        let Some(delta) = choice.delta else {
             return Ok(Flow::Continue);
         };
-        for field in ["reasoning_content", "reasoning", "reasoning_text"] {
-            if let Some(text) = delta
-                .get(field)
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-            {
-                let index = match self.thinking {
-                    Some(index) => index,
-                    None => {
-                        let index = self.start_block();
-                        self.thinking = Some(index);
-                        ops.push(Op::ThinkingStart { redacted: false });
-                        ops.push(Op::ThinkingSignature {
-                            index,
-                            signature: field.to_string(),
-                            append: false,
-                        });
-                        index
-                    }
-                };
-                ops.push(Op::ThinkingDelta {
-                    index,
-                    text: text.to_string(),
-                });
-                break;
-            }
+        let thinking = [
+            ("reasoning_content", delta.reasoning_content),
+            ("reasoning", delta.reasoning),
+            ("reasoning_text", delta.reasoning_text),
+        ]
+        .into_iter()
+        .find_map(|(field, text)| text.filter(|t| !t.is_empty()).map(|t| (field, t)));
+        if let Some((field, text)) = thinking {
+            let index = match self.thinking {
+                Some(index) => index,
+                None => {
+                    let index = self.start_block();
+                    self.thinking = Some(index);
+                    ops.push(Op::ThinkingStart { redacted: false });
+                    ops.push(Op::ThinkingSignature {
+                        index,
+                        signature: field.to_string(),
+                        append: false,
+                    });
+                    index
+                }
+            };
+            ops.push(Op::ThinkingDelta {
+                index,
+                text: text.into_owned(),
+            });
         }
-        if let Some(text) = delta
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
             let index = match self.text {
                 Some(index) => index,
                 None => {
@@ -579,44 +646,41 @@ impl Adapter for Decoder {
             };
             ops.push(Op::TextDelta {
                 index,
-                text: text.to_string(),
+                text: text.into_owned(),
             });
         }
-        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-            for call in calls {
-                let key = call
-                    .get("index")
-                    .map(Value::to_string)
-                    .or_else(|| call.get("id").and_then(Value::as_str).map(str::to_string))
-                    .unwrap_or_default();
-                let function = call.get("function");
-                let index = match self.tools.get(&key) {
-                    Some(index) => *index,
-                    None => {
-                        let index = self.start_block();
-                        self.tools.insert(key, index);
-                        let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
-                        let name = function
-                            .and_then(|f| f.get("name"))
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        ops.push(Op::ToolCallStart {
-                            id: id.to_string(),
-                            name: name.to_string(),
-                        });
-                        index
-                    }
-                };
-                if let Some(args) = function
-                    .and_then(|f| f.get("arguments"))
-                    .and_then(Value::as_str)
-                    .filter(|a| !a.is_empty())
-                {
-                    ops.push(Op::ToolCallDelta {
-                        index,
-                        json: args.to_string(),
+        for call in delta.tool_calls.unwrap_or_default() {
+            let key = match (call.index, &call.id) {
+                (Some(i), _) => i.to_string(),
+                (None, Some(id)) => id.to_string(),
+                (None, None) => String::new(),
+            };
+            let index = match self.tools.get(&key) {
+                Some(index) => *index,
+                None => {
+                    let index = self.start_block();
+                    self.tools.insert(key, index);
+                    let name = call
+                        .function
+                        .as_ref()
+                        .and_then(|f| f.name.as_deref())
+                        .unwrap_or_default();
+                    ops.push(Op::ToolCallStart {
+                        id: call.id.as_deref().unwrap_or_default().to_string(),
+                        name: name.to_string(),
                     });
+                    index
                 }
+            };
+            if let Some(args) = call
+                .function
+                .and_then(|f| f.arguments)
+                .filter(|a| !a.is_empty())
+            {
+                ops.push(Op::ToolCallDelta {
+                    index,
+                    json: args.into_owned(),
+                });
             }
         }
         Ok(Flow::Continue)

@@ -17,10 +17,16 @@ pub struct SseEvent {
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     buf: Vec<u8>,
+    state: LineState,
+    started: bool,
+}
+
+/// The event being assembled from `event:` and `data:` lines.
+#[derive(Debug, Default)]
+struct LineState {
     event: Option<String>,
     data: String,
     has_data: bool,
-    started: bool,
 }
 
 impl SseDecoder {
@@ -39,10 +45,7 @@ impl SseDecoder {
         }
         let mut events = Vec::new();
         let mut start = 0;
-        while let Some(offset) = self.buf[start..]
-            .iter()
-            .position(|&b| b == b'\n' || b == b'\r')
-        {
+        while let Some(offset) = memchr::memchr2(b'\n', b'\r', &self.buf[start..]) {
             let end = start + offset;
             let terminator_len = if self.buf[end] == b'\r' {
                 match self.buf.get(end + 1) {
@@ -54,9 +57,14 @@ impl SseDecoder {
             } else {
                 1
             };
-            let line = String::from_utf8_lossy(&self.buf[start..end]).into_owned();
+            // Valid UTF-8 (the normal case) is used in place; only broken bytes are copied.
+            let bytes = &self.buf[start..end];
+            let event = match std::str::from_utf8(bytes) {
+                Ok(line) => line_event(&mut self.state, line),
+                Err(_) => line_event(&mut self.state, &String::from_utf8_lossy(bytes)),
+            };
             start = end + terminator_len;
-            if let Some(event) = self.line(&line) {
+            if let Some(event) = event {
                 events.push(event);
             }
         }
@@ -74,45 +82,46 @@ impl SseDecoder {
                 rest.pop();
             }
             let line = String::from_utf8_lossy(&rest).into_owned();
-            if let Some(event) = self.line(&line) {
+            if let Some(event) = line_event(&mut self.state, &line) {
                 events.push(event);
             }
         }
         events
     }
+}
 
-    fn line(&mut self, line: &str) -> Option<SseEvent> {
-        if line.is_empty() {
-            if !self.has_data {
-                self.event = None;
-                return None;
-            }
-            self.has_data = false;
-            return Some(SseEvent {
-                event: self.event.take(),
-                data: std::mem::take(&mut self.data),
-            });
-        }
-        if line.starts_with(':') {
+/// Handles one line; a blank line dispatches the event assembled so far.
+fn line_event(state: &mut LineState, line: &str) -> Option<SseEvent> {
+    if line.is_empty() {
+        if !state.has_data {
+            state.event = None;
             return None;
         }
-        let (field, value) = match line.split_once(':') {
-            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-            None => (line, ""),
-        };
-        match field {
-            "event" => self.event = Some(value.to_string()),
-            "data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(value);
-                self.has_data = true;
-            }
-            _ => {}
-        }
-        None
+        state.has_data = false;
+        return Some(SseEvent {
+            event: state.event.take(),
+            data: std::mem::take(&mut state.data),
+        });
     }
+    if line.starts_with(':') {
+        return None;
+    }
+    let (field, value) = match line.split_once(':') {
+        Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+        None => (line, ""),
+    };
+    match field {
+        "event" => state.event = Some(value.to_string()),
+        "data" => {
+            if state.has_data {
+                state.data.push('\n');
+            }
+            state.data.push_str(value);
+            state.has_data = true;
+        }
+        _ => {}
+    }
+    None
 }
 
 #[cfg(test)]
