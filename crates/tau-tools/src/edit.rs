@@ -50,7 +50,7 @@ impl EditTool {
             "properties": {
                 "path": {
                     "type": "string",
-                    "description": "Path to the file to edit (relative or absolute)"
+                    "description": "The file to change, relative to the working directory or absolute"
                 },
                 "edits": {
                     "type": "array",

@@ -36,9 +36,9 @@ static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
         "type": "object",
         "required": ["pattern"],
         "properties": {
-            "pattern": {"type": "string", "description": "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"},
-            "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
-            "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"}
+            "pattern": {"type": "string", "description": "Which files to list, as a glob such as '*.rs', '**/*.toml' or 'src/**/mod.rs'"},
+            "path": {"type": "string", "description": "Where to look (the working directory if left out)"},
+            "limit": {"type": "number", "description": "Stop after this many paths (1000 if left out)"}
         }
     })
 });

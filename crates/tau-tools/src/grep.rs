@@ -42,13 +42,13 @@ static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
         "type": "object",
         "required": ["pattern"],
         "properties": {
-            "pattern": {"type": "string", "description": "Search pattern (regex or literal string)"},
-            "path": {"type": "string", "description": "Directory or file to search (default: current directory)"},
-            "glob": {"type": "string", "description": "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"},
-            "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
-            "literal": {"type": "boolean", "description": "Treat pattern as literal string instead of regex (default: false)"},
-            "context": {"type": "number", "description": "Number of lines to show before and after each match (default: 0)"},
-            "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"}
+            "pattern": {"type": "string", "description": "What to look for: a regular expression, or plain text with literal"},
+            "path": {"type": "string", "description": "The directory or file to search (the working directory if left out)"},
+            "glob": {"type": "string", "description": "Only search files matching this glob, such as '*.rs' or 'tests/**'"},
+            "ignoreCase": {"type": "boolean", "description": "Ignore letter case (false if left out)"},
+            "literal": {"type": "boolean", "description": "Take the pattern as plain text, not a regular expression (false if left out)"},
+            "context": {"type": "number", "description": "Lines of context to show around each match (0 if left out)"},
+            "limit": {"type": "number", "description": "Stop after this many matches (100 if left out)"}
         }
     })
 });

@@ -31,8 +31,8 @@ static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
     json!({
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "Directory to list (default: current directory)"},
-            "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"}
+            "path": {"type": "string", "description": "The directory to list (the working directory if left out)"},
+            "limit": {"type": "number", "description": "Stop after this many entries (500 if left out)"}
         }
     })
 });

@@ -44,15 +44,15 @@ impl ReadTool {
             "properties": {
                 "path": {
                     "type": "string",
-                    "description": "Path to the file to read (relative or absolute)"
+                    "description": "The file to read, relative to the working directory or absolute"
                 },
                 "offset": {
                     "type": "number",
-                    "description": "Line number to start reading from (1-indexed)"
+                    "description": "First line to return, counting from 1"
                 },
                 "limit": {
                     "type": "number",
-                    "description": "Maximum number of lines to read"
+                    "description": "How many lines to return at most"
                 }
             }
         });

@@ -36,11 +36,11 @@ impl WriteTool {
             "properties": {
                 "path": {
                     "type": "string",
-                    "description": "Path to the file to write (relative or absolute)"
+                    "description": "The file to create or replace, relative to the working directory or absolute"
                 },
                 "content": {
                     "type": "string",
-                    "description": "Content to write to the file"
+                    "description": "The complete new content of the file"
                 }
             }
         });

@@ -66,7 +66,7 @@ fn the_schema_has_pis_shape() {
     assert_eq!(schema["additionalProperties"], false);
     assert_eq!(
         schema["properties"]["path"],
-        json!({"type": "string", "description": "Path to the file to edit (relative or absolute)"})
+        json!({"type": "string", "description": "The file to change, relative to the working directory or absolute"})
     );
     let edits = &schema["properties"]["edits"];
     let keys: Vec<&String> = edits.as_object().unwrap().keys().collect();

@@ -183,6 +183,6 @@ async fn schema_and_name() {
     assert_eq!(ls.name(), "ls");
     assert_eq!(
         serde_json::to_string(ls.parameters()).unwrap(),
-        r#"{"type":"object","properties":{"path":{"type":"string","description":"Directory to list (default: current directory)"},"limit":{"type":"number","description":"Maximum number of entries to return (default: 500)"}}}"#
+        r#"{"type":"object","properties":{"path":{"type":"string","description":"The directory to list (the working directory if left out)"},"limit":{"type":"number","description":"Stop after this many entries (500 if left out)"}}}"#
     );
 }

@@ -58,7 +58,7 @@ fn the_schema_is_pis() {
     assert_eq!(tool.name(), "read");
     assert_eq!(
         serde_json::to_string(tool.parameters()).unwrap(),
-        r#"{"type":"object","required":["path"],"properties":{"path":{"type":"string","description":"Path to the file to read (relative or absolute)"},"offset":{"type":"number","description":"Line number to start reading from (1-indexed)"},"limit":{"type":"number","description":"Maximum number of lines to read"}}}"#
+        r#"{"type":"object","required":["path"],"properties":{"path":{"type":"string","description":"The file to read, relative to the working directory or absolute"},"offset":{"type":"number","description":"First line to return, counting from 1"},"limit":{"type":"number","description":"How many lines to return at most"}}}"#
     );
     let description = tool.description();
     assert!(description.contains("2000 lines") && description.contains("50KB"));

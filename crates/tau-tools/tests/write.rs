@@ -50,7 +50,7 @@ fn the_schema_is_pis() {
     assert_eq!(tool.name(), "write");
     assert_eq!(
         serde_json::to_string(tool.parameters()).unwrap(),
-        r#"{"type":"object","required":["path","content"],"properties":{"path":{"type":"string","description":"Path to the file to write (relative or absolute)"},"content":{"type":"string","description":"Content to write to the file"}}}"#
+        r#"{"type":"object","required":["path","content"],"properties":{"path":{"type":"string","description":"The file to create or replace, relative to the working directory or absolute"},"content":{"type":"string","description":"The complete new content of the file"}}}"#
     );
 }
 

@@ -38,8 +38,8 @@ static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
         "type": "object",
         "required": ["command"],
         "properties": {
-            "command": {"type": "string", "description": "Bash command to execute"},
-            "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"}
+            "command": {"type": "string", "description": "The shell command to run"},
+            "timeout": {"type": "number", "description": "Give up and kill the command after this many seconds (no limit if left out)"}
         }
     })
 });
@@ -290,7 +290,7 @@ mod tests {
         assert_eq!(tool.name(), "bash");
         assert_eq!(
             serde_json::to_string(tool.parameters()).unwrap_or_default(),
-            r#"{"type":"object","required":["command"],"properties":{"command":{"type":"string","description":"Bash command to execute"},"timeout":{"type":"number","description":"Timeout in seconds (optional, no default timeout)"}}}"#
+            r#"{"type":"object","required":["command"],"properties":{"command":{"type":"string","description":"The shell command to run"},"timeout":{"type":"number","description":"Give up and kill the command after this many seconds (no limit if left out)"}}}"#
         );
     }
 }
