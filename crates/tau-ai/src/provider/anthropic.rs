@@ -409,6 +409,66 @@ impl Decoder {
     }
 }
 
+/// A `content_block_delta` event, read without building a JSON tree: one arrives per delta,
+/// so it is the stream's hot path.
+#[derive(serde::Deserialize)]
+struct DeltaEvent<'a> {
+    #[serde(default)]
+    index: u64,
+    #[serde(borrow)]
+    delta: DeltaBody<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct DeltaBody<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    text: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    signature: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    partial_json: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl Decoder {
+    fn on_delta(&mut self, data: &str, ops: &mut Vec<Op>) -> Result<Flow, ProviderError> {
+        let event: DeltaEvent<'_> = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Stream(format!("Invalid stream event: {e}")))?;
+        let Some((index, _)) = self.blocks.get(&event.index).copied() else {
+            return Ok(Flow::Continue);
+        };
+        let owned =
+            |v: Option<std::borrow::Cow<'_, str>>| v.map(|c| c.into_owned()).unwrap_or_default();
+        let delta = event.delta;
+        match delta.kind.as_ref() {
+            "text_delta" => ops.push(Op::TextDelta {
+                index,
+                text: owned(delta.text),
+            }),
+            "thinking_delta" => ops.push(Op::ThinkingDelta {
+                index,
+                text: owned(delta.thinking),
+            }),
+            "signature_delta" => ops.push(Op::ThinkingSignature {
+                index,
+                signature: owned(delta.signature),
+                append: true,
+            }),
+            "input_json_delta" => {
+                let json = owned(delta.partial_json);
+                if !json.is_empty() {
+                    ops.push(Op::ToolCallDelta { index, json });
+                }
+            }
+            _ => {}
+        }
+        Ok(Flow::Continue)
+    }
+}
+
 impl Adapter for Decoder {
     fn on_event(&mut self, event: SseEvent, ops: &mut Vec<Op>) -> Result<Flow, ProviderError> {
         let kind = event.event.as_deref().unwrap_or("");
@@ -417,6 +477,9 @@ impl Adapter for Decoder {
         }
         if kind == "ping" || event.data.trim().is_empty() {
             return Ok(Flow::Continue);
+        }
+        if kind == "content_block_delta" {
+            return self.on_delta(&event.data, ops);
         }
         let data: Value = serde_json::from_str(&event.data)
             .map_err(|e| ProviderError::Stream(format!("Invalid stream event: {e}")))?;
@@ -499,41 +562,8 @@ impl Adapter for Decoder {
                 self.next_index += 1;
                 self.blocks.insert(index, (content_index, kind));
             }
-            "content_block_delta" => {
-                let Ok((index, _)) = self.block(&data) else {
-                    return Ok(Flow::Continue);
-                };
-                let delta = data.get("delta").cloned().unwrap_or(Value::Null);
-                let text = |key: &str| {
-                    delta
-                        .get(key)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
-                };
-                match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => ops.push(Op::TextDelta {
-                        index,
-                        text: text("text"),
-                    }),
-                    Some("thinking_delta") => ops.push(Op::ThinkingDelta {
-                        index,
-                        text: text("thinking"),
-                    }),
-                    Some("signature_delta") => ops.push(Op::ThinkingSignature {
-                        index,
-                        signature: text("signature"),
-                        append: true,
-                    }),
-                    Some("input_json_delta") => {
-                        let json = text("partial_json");
-                        if !json.is_empty() {
-                            ops.push(Op::ToolCallDelta { index, json });
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            // Only when the server leaves out `event:` lines; named deltas never get here.
+            "content_block_delta" => return self.on_delta(&event.data, ops),
             "content_block_stop" => {
                 if let Ok((index, kind)) = self.block(&data) {
                     ops.push(match kind {
