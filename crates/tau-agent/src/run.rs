@@ -250,19 +250,12 @@ fn empty_reply(model: &Model) -> AssistantMessage {
         model: model.id.clone(),
         usage: Usage::default(),
         stop_reason: StopReason::Error,
-        timestamp: now_ms(),
+        timestamp: tau_ai::now_ms(),
         response_id: None,
         response_model: None,
         diagnostics: None,
         error_message: None,
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 fn text_result(text: String) -> AgentToolResult {
@@ -385,7 +378,7 @@ async fn execute_tools(
             content: result.content,
             details: result.details,
             is_error,
-            timestamp: now_ms(),
+            timestamp: tau_ai::now_ms(),
         };
         let agent_message = AgentMessage::ToolResult(message.clone());
         host.emit(AgentEvent::MessageStart {

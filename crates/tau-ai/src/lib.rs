@@ -25,3 +25,11 @@ pub use model::{
     clamp_thinking_level,
 };
 pub use stream::AssistantMessageEvent;
+
+/// Milliseconds since the Unix epoch: the timestamp of messages on the wire.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

@@ -477,16 +477,9 @@ fn user_message(text: &str, images: Vec<ImageContent>) -> AgentMessage {
     content.extend(images.into_iter().map(UserContentBlock::Image));
     AgentMessage::User(UserMessage {
         content: UserContent::Blocks(content),
-        timestamp: now_ms(),
+        timestamp: tau_ai::now_ms(),
         attachments: None,
     })
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 impl AgentSession {

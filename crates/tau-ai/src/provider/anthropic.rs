@@ -44,13 +44,7 @@ pub(crate) fn build(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<(HttpRequest, Box<dyn Adapter>), ProviderError> {
-    let key = options
-        .api_key
-        .clone()
-        .filter(|k| !k.is_empty())
-        .ok_or_else(|| {
-            ProviderError::Config(format!("No API key for provider: {}", model.provider))
-        })?;
+    let key = options.require_key(|| format!("No API key for provider: {}", model.provider))?;
     let eager_tools = compat_flag(model, "supportsEagerToolInputStreaming") != Some(false);
     let body = request_body(model, context, options, eager_tools);
     let mut headers = vec![

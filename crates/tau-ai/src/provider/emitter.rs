@@ -35,7 +35,7 @@ impl Emitter {
                 model: model.id.clone(),
                 usage: Usage::default(),
                 stop_reason: StopReason::Stop,
-                timestamp: now_ms(),
+                timestamp: crate::now_ms(),
                 response_id: None,
                 response_model: None,
                 diagnostics: None,
@@ -306,11 +306,4 @@ fn bad_index(index: usize) -> ProviderError {
     ProviderError::Stream(format!(
         "provider stream referred to unknown content block {index}"
     ))
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }

@@ -18,13 +18,7 @@ pub(crate) fn build(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<(HttpRequest, Box<dyn Adapter>), ProviderError> {
-    let key = options
-        .api_key
-        .clone()
-        .filter(|k| !k.is_empty())
-        .ok_or_else(|| {
-            ProviderError::Config(format!("No API key for provider: {}", model.provider))
-        })?;
+    let key = options.require_key(|| format!("No API key for provider: {}", model.provider))?;
     let body = request_body(model, context, options);
     let mut headers = vec![
         ("content-type".to_string(), "application/json".to_string()),
@@ -360,7 +354,7 @@ impl Adapter for Decoder {
                     .to_string();
                 if id.is_empty() || self.tool_ids.contains(&id) {
                     self.counter += 1;
-                    id = format!("{name}_{}_{}", super::emitter::now_ms(), self.counter);
+                    id = format!("{name}_{}_{}", crate::now_ms(), self.counter);
                 }
                 self.tool_ids.push(id.clone());
                 let index = self.next();

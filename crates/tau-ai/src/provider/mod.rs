@@ -131,6 +131,17 @@ impl StreamOptions {
         self.reasoning.filter(|l| *l != ThinkingLevel::Off)
     }
 
+    /// The API key, or the adapter's own error text when there is none.
+    pub(crate) fn require_key(
+        &self,
+        missing: impl FnOnce() -> String,
+    ) -> Result<String, ProviderError> {
+        self.api_key
+            .clone()
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| ProviderError::Config(missing()))
+    }
+
     pub(crate) fn max_tokens_for(&self, model: &Model) -> u64 {
         self.max_tokens
             .unwrap_or_else(|| model.max_tokens.clamp(1, 32_000))
@@ -252,6 +263,9 @@ pub(crate) fn add_request_headers(
     headers.extend(options.headers.iter().cloned());
 }
 
+/// The OpenAI SDK's text for a missing key (both OpenAI APIs use it).
+pub(crate) const OPENAI_KEY_MISSING: &str = "OpenAI API key is required. Set OPENAI_API_KEY environment variable or pass it as an argument.";
+
 /// The HTTP client every provider request goes through (connection pooling, rustls).
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
@@ -307,7 +321,7 @@ fn empty_message() -> AssistantMessage {
         model: String::new(),
         usage: Usage::default(),
         stop_reason: StopReason::Error,
-        timestamp: emitter::now_ms(),
+        timestamp: crate::now_ms(),
         response_id: None,
         response_model: None,
         diagnostics: None,

@@ -141,12 +141,7 @@ pub(crate) fn build(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<(HttpRequest, Box<dyn Adapter>), ProviderError> {
-    let key = options.api_key.clone().filter(|k| !k.is_empty()).ok_or_else(|| {
-        ProviderError::Config(
-            "OpenAI API key is required. Set OPENAI_API_KEY environment variable or pass it as an argument."
-                .into(),
-        )
-    })?;
+    let key = options.require_key(|| super::OPENAI_KEY_MISSING.to_string())?;
     let compat = Compat::for_model(model);
     let body = request_body(model, context, options, &compat);
     let mut headers = vec![

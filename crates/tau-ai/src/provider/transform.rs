@@ -72,7 +72,7 @@ fn close_pending(
                 })],
                 details: None,
                 is_error: true,
-                timestamp: super::emitter::now_ms(),
+                timestamp: crate::now_ms(),
             }));
         }
     }

@@ -277,3 +277,32 @@ fn empty_conversation_queries() {
         json!({"steering": [], "followUp": []})
     );
 }
+
+#[test]
+fn messages_queued_while_idle_wait_and_clear_queue_returns_them() {
+    let mut t = ready_tau(tau());
+    assert_eq!(
+        t.request(json!({"type": "steer", "message": "S1"}))["data"],
+        json!({"disposition": "queued"})
+    );
+    t.request(json!({"type": "follow_up", "message": "F1"}));
+    let s = state(&mut t);
+    assert_eq!(s["pendingMessageCount"], 2);
+    assert_eq!(s["queuedMessageCount"], 2);
+    assert_eq!(
+        s["isStreaming"], false,
+        "queueing while idle starts nothing"
+    );
+    let r = t.request(json!({"type": "clear_queue"}));
+    assert_eq!(r["data"], json!({"steering": ["S1"], "followUp": ["F1"]}));
+    let update = t
+        .history()
+        .iter()
+        .rev()
+        .find_map(|r| r.json.clone().filter(|j| j["type"] == "queue_update"));
+    assert_eq!(
+        update,
+        Some(json!({"type": "queue_update", "steering": [], "followUp": []}))
+    );
+    assert_eq!(state(&mut t)["pendingMessageCount"], 0);
+}
