@@ -5,7 +5,9 @@ Reports wall time, the agent's CPU time (user+sys) and peak RSS, and the bytes w
 tau (full pi 0.79 shape), tau (lean pi 1.x shape) and, when installed, pi 0.79 itself in the
 same run.
 
-    python3 bench/rpc-stream.py [--deltas 10000] [--pi /tmp/pi-ref]
+    python3 bench/rpc-stream.py [--deltas 10000] [--pi /tmp/pi-ref] [--runs 5] [--only lean]
+
+Each figure is the median of --runs runs (pi runs once: it takes seconds, not milliseconds).
 
 Needs release builds: cargo build --release -p tau -p tau-mock-llm
 """
@@ -56,6 +58,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--deltas", type=int, default=10000)
     parser.add_argument("--pi", default="/tmp/pi-ref")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", help="run only the targets whose name contains this")
     args = parser.parse_args()
     mock = subprocess.Popen([MOCK, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     url = json.loads(mock.stdout.readline())["url"]
@@ -73,11 +77,14 @@ def main():
     pi = os.path.join(args.pi, "node_modules/.bin/pi")
     if os.path.exists(pi):
         targets.append(("pi 0.79", [pi, "--mode", "rpc", "--no-session", "--model", "mock/mock-1"]))
+    if args.only:
+        targets = [t for t in targets if args.only in t[0]]
     results = {}
     print("%-11s %9s %9s %9s %12s %8s" % ("", "wall s", "cpu s", "rss MB", "stdout MB", "updates"))
     try:
         for name, cmd in targets:
-            r = run(cmd, env, url, args.deltas)
+            runs = [run(cmd, env, url, args.deltas) for _ in range(1 if name.startswith("pi") else args.runs)]
+            r = {k: sorted(x[k] for x in runs)[len(runs) // 2] for k in runs[0]}
             results[name] = r
             print("%-11s %9.3f %9.3f %9.1f %12.1f %8d" % (name, r["wall"], r["cpu"], r["rss_mb"], r["bytes"] / 1e6, r["updates"]))
     finally:

@@ -450,7 +450,9 @@ mod wire {
     use serde::Deserialize;
     use serde_json::Value;
 
-    #[derive(Deserialize)]
+    use super::super::skim::{Cursor, Unreadable};
+
+    #[derive(Debug, PartialEq, Deserialize)]
     pub struct Chunk<'a> {
         #[serde(borrow, default)]
         pub id: Option<Cow<'a, str>>,
@@ -464,7 +466,7 @@ mod wire {
         pub error: Option<Value>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Debug, PartialEq, Deserialize)]
     pub struct Choice<'a> {
         #[serde(borrow, default)]
         pub delta: Option<Delta<'a>>,
@@ -474,7 +476,7 @@ mod wire {
         pub usage: Option<Value>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Debug, PartialEq, Deserialize)]
     pub struct Delta<'a> {
         #[serde(borrow, default)]
         pub content: Option<Cow<'a, str>>,
@@ -488,7 +490,105 @@ mod wire {
         pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
     }
 
-    #[derive(Deserialize)]
+    impl<'a> Chunk<'a> {
+        /// The same chunk as `serde_json` would give, read with the skimmer; `Unreadable`
+        /// sends the caller to `serde_json`.
+        pub fn skim(data: &'a str) -> Result<Self, Unreadable> {
+            let mut chunk = Chunk {
+                id: None,
+                model: None,
+                choices: None,
+                usage: None,
+                error: None,
+            };
+            Cursor::document(data, |c| {
+                c.object(|c, key| {
+                    match key {
+                        "id" => chunk.id = c.string()?,
+                        "model" => chunk.model = c.string()?,
+                        "choices" => {
+                            let mut choices = Vec::with_capacity(1);
+                            if c.array(|c, index| {
+                                // Only the first choice is ever read.
+                                if index == 0 {
+                                    choices.push(Choice::skim(c)?);
+                                    Ok(())
+                                } else {
+                                    c.skip()
+                                }
+                            })? {
+                                chunk.choices = Some(choices);
+                            }
+                        }
+                        "usage" => chunk.usage = value(c)?,
+                        "error" => chunk.error = value(c)?,
+                        _ => c.skip()?,
+                    }
+                    Ok(())
+                })
+            })?;
+            Ok(chunk)
+        }
+    }
+
+    impl<'a> Choice<'a> {
+        fn skim(c: &mut Cursor<'a>) -> Result<Self, Unreadable> {
+            let mut choice = Choice {
+                delta: None,
+                finish_reason: None,
+                usage: None,
+            };
+            c.object(|c, key| {
+                match key {
+                    "delta" => choice.delta = Delta::skim(c)?,
+                    "finish_reason" => choice.finish_reason = c.string()?,
+                    "usage" => choice.usage = value(c)?,
+                    _ => c.skip()?,
+                }
+                Ok(())
+            })?;
+            Ok(choice)
+        }
+    }
+
+    impl<'a> Delta<'a> {
+        fn skim(c: &mut Cursor<'a>) -> Result<Option<Self>, Unreadable> {
+            let mut delta = Delta {
+                content: None,
+                reasoning_content: None,
+                reasoning: None,
+                reasoning_text: None,
+                tool_calls: None,
+            };
+            let present = c.object(|c, key| {
+                match key {
+                    "content" => delta.content = c.string()?,
+                    "reasoning_content" => delta.reasoning_content = c.string()?,
+                    "reasoning" => delta.reasoning = c.string()?,
+                    "reasoning_text" => delta.reasoning_text = c.string()?,
+                    "tool_calls" => {
+                        delta.tool_calls =
+                            serde_json::from_str(c.raw()?).map_err(|_| Unreadable)?;
+                    }
+                    _ => c.skip()?,
+                }
+                Ok(())
+            })?;
+            Ok(present.then_some(delta))
+        }
+    }
+
+    /// `null` is absent, as serde's `Option<Value>` has it.
+    fn value(c: &mut Cursor<'_>) -> Result<Option<Value>, Unreadable> {
+        if c.null() {
+            return Ok(None);
+        }
+        serde_json::from_str(c.raw()?)
+            .map(Some)
+            .map_err(|_| Unreadable)
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
     pub struct ToolCallDelta<'a> {
         #[serde(default)]
         pub index: Option<u64>,
@@ -498,7 +598,7 @@ mod wire {
         pub function: Option<FunctionDelta<'a>>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Debug, PartialEq, Deserialize)]
     pub struct FunctionDelta<'a> {
         #[serde(borrow, default)]
         pub name: Option<Cow<'a, str>>,
@@ -560,8 +660,11 @@ impl Adapter for Decoder {
         if data.is_empty() {
             return Ok(Flow::Continue);
         }
-        let chunk: wire::Chunk<'_> = serde_json::from_str(data)
-            .map_err(|e| ProviderError::Stream(format!("Invalid stream chunk: {e}")))?;
+        let chunk = match wire::Chunk::skim(data) {
+            Ok(chunk) => chunk,
+            Err(_) => serde_json::from_str(data)
+                .map_err(|e| ProviderError::Stream(format!("Invalid stream chunk: {e}")))?,
+        };
         if let Some(error) = chunk.error {
             let message = error
                 .get("message")
@@ -871,5 +974,152 @@ mod tests {
         let body = request_body(&m, &Context::default(), &options, &Compat::for_model(&m));
         assert_eq!(body["reasoning_effort"], json!("high"));
         assert_eq!(body["store"], json!(false));
+    }
+}
+
+#[cfg(test)]
+mod skim_tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::wire::Chunk;
+
+    /// Any JSON value, small; strings include escapes, quotes, brackets and U+2028.
+    fn any_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            (-1.0e6f64..1.0e6).prop_map(|n| json!(n)),
+            "[a-z\"\\\\{}\\[\\],:\u{2028}é\n\t ]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z_]{1,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A field that is usually of the right type and sometimes anything at all.
+    fn text_or_any() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            4 => "[a-z0-9 \"\\\\\u{2028}\n]{0,6}".prop_map(Value::String),
+            1 => Just(Value::Null),
+            1 => any_value(),
+        ]
+    }
+
+    fn delta() -> impl Strategy<Value = Value> {
+        (
+            prop::option::of(text_or_any()),
+            prop::option::of(text_or_any()),
+            prop::option::of(text_or_any()),
+            prop::option::of(any_value()),
+        )
+            .prop_map(|(content, reasoning_content, role, extra)| {
+                let mut map = serde_json::Map::new();
+                if let Some(v) = role {
+                    map.insert("role".into(), v);
+                }
+                if let Some(v) = content {
+                    map.insert("content".into(), v);
+                }
+                if let Some(v) = reasoning_content {
+                    map.insert("reasoning_content".into(), v);
+                }
+                if let Some(v) = extra {
+                    map.insert("tool_calls".into(), v);
+                }
+                Value::Object(map)
+            })
+    }
+
+    fn chunk() -> impl Strategy<Value = Value> {
+        (
+            prop::option::of(text_or_any()),
+            prop::option::of(any_value()),
+            prop::option::of(delta()),
+            prop::option::of(text_or_any()),
+            prop::option::of(any_value()),
+            any::<bool>(),
+        )
+            .prop_map(|(id, noise, delta, finish, usage, array_choices)| {
+                let mut choice = serde_json::Map::new();
+                choice.insert("index".into(), json!(0));
+                if let Some(d) = delta {
+                    choice.insert("delta".into(), d);
+                }
+                if let Some(f) = finish {
+                    choice.insert("finish_reason".into(), f);
+                }
+                let mut map = serde_json::Map::new();
+                if let Some(v) = id {
+                    map.insert("id".into(), v);
+                }
+                if let Some(v) = noise {
+                    map.insert("object".into(), v);
+                }
+                map.insert(
+                    "choices".into(),
+                    if array_choices {
+                        json!([choice])
+                    } else {
+                        Value::Object(choice)
+                    },
+                );
+                if let Some(v) = usage {
+                    map.insert("usage".into(), v);
+                }
+                Value::Object(map)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// The skimmer never disagrees with serde_json: it reads what serde_json reads, the
+        /// same way, or it declines.
+        #[test]
+        fn skim_agrees_with_serde(doc in chunk(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&doc)
+            } else {
+                serde_json::to_string(&doc)
+            }.map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let by_serde = serde_json::from_str::<Chunk<'_>>(&text).ok();
+            if let Ok(skimmed) = Chunk::skim(&text) {
+                prop_assert_eq!(Some(skimmed), by_serde, "{}", text);
+            }
+        }
+
+        /// Truncated or extended documents are never read by the skimmer when serde_json
+        /// refuses them.
+        #[test]
+        fn skim_declines_what_serde_refuses(doc in chunk(), cut in 0usize..400, junk in "[\\]}\"x, ]{1,3}") {
+            let text = serde_json::to_string(&doc).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let cut = text.char_indices().map(|(i, _)| i).take_while(|&i| i <= cut).last().unwrap_or(0);
+            for broken in [text[..cut].to_string(), format!("{text}{junk}")] {
+                if serde_json::from_str::<Chunk<'_>>(&broken).is_err() {
+                    prop_assert!(Chunk::skim(&broken).is_err(), "{}", broken);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn skims_the_common_chunks_without_falling_back() {
+        for text in [
+            r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"0001"},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"finish_reason":null}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"reasoning_content":"hm \"q\""}}]}"#,
+            r#"{"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"ls","arguments":"{\"a\""}}]}}]}"#,
+            r#"{"id":"c1","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+        ] {
+            let skimmed = Chunk::skim(text);
+            assert!(skimmed.is_ok(), "{text}");
+            assert_eq!(skimmed.ok(), serde_json::from_str::<Chunk<'_>>(text).ok());
+        }
     }
 }

@@ -352,7 +352,25 @@ pub(crate) fn sse_body(
         match (next, s.cut) {
             (Some(event), _) => {
                 s.sent += 1;
-                Some((Ok(event), s))
+                if !s.chunk_delay.is_zero() {
+                    return Some((Ok(event), s));
+                }
+                // Without a delay, events go out in frames of up to 64 KiB: one write per
+                // event made the mock, not the client, the bottleneck of streaming benchmarks.
+                let mut frame = bytes::BytesMut::from(event.as_ref());
+                while frame.len() < 64 * 1024 {
+                    if let Some(Cut::Drop(n) | Cut::Stall(n)) = s.cut
+                        && s.sent >= n
+                    {
+                        break;
+                    }
+                    let Some(event) = s.events.next_event() else {
+                        break;
+                    };
+                    frame.extend_from_slice(&event);
+                    s.sent += 1;
+                }
+                Some((Ok(frame.freeze()), s))
             }
             (None, None) => None,
             // A cut past the reply's last event still cuts: the body never ends cleanly.
