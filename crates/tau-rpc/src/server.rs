@@ -16,9 +16,10 @@ use tokio::sync::{mpsc, oneshot};
 use crate::framing::LineReader;
 use crate::parse::{Inbound, parse_line};
 use crate::wire::{
-    CycleModelData, Disposition, HostToolsData, LastAssistantTextData, MessagesData, ModelsData,
-    PromptData, QueueData, Ready, Response, RpcCommand, RpcSessionState, StreamingBehavior,
-    ThinkingLevelData, ThinkingLevelsData, TodosData,
+    CycleModelData, Disposition, HostToolsData, IntegrationModel, IntegrationsData,
+    LastAssistantTextData, MessagesData, ModelsData, PromptData, QueueData, Ready, Response,
+    RpcCommand, RpcSessionState, StreamingBehavior, ThinkingLevelData, ThinkingLevelsData,
+    TodosData,
 };
 
 /// Capacity of the queue to the stdout writer, in records.
@@ -41,11 +42,16 @@ pub enum ExitReason {
 pub struct RpcServer {
     session: AgentSession,
     sink: EventSink,
+    version: String,
 }
 
 impl RpcServer {
-    pub fn new(session: AgentSession, sink: EventSink) -> Self {
-        Self { session, sink }
+    pub fn new(session: AgentSession, sink: EventSink, version: &str) -> Self {
+        Self {
+            session,
+            sink,
+            version: version.to_string(),
+        }
     }
 
     pub fn session(&self) -> &AgentSession {
@@ -75,6 +81,33 @@ impl RpcServer {
             // matches nothing.
             Inbound::UiResponse(_) => {}
             Inbound::Ignored => {}
+        }
+    }
+
+    /// xcsh's health report, from configuration only: tau makes no network call to answer it
+    /// (xcsh's live checks block its input loop for seconds), and it has no vendor services.
+    fn integrations(&self) -> IntegrationsData {
+        let model = match self.session.model() {
+            None => IntegrationModel {
+                state: "no_provider".into(),
+                provider: None,
+                latency_ms: None,
+            },
+            Some(model) => IntegrationModel {
+                state: if self.session.registry().has_auth(&model.provider) {
+                    "connected"
+                } else {
+                    "auth_error"
+                }
+                .into(),
+                provider: Some(model.provider.clone()),
+                latency_ms: None,
+            },
+        };
+        IntegrationsData {
+            version: self.version.clone(),
+            model,
+            services: Vec::new(),
         }
     }
 
@@ -129,6 +162,9 @@ impl RpcServer {
         let name = command.name();
         match command {
             RpcCommand::Prompt(c) => {
+                if let Some(locale) = &c.locale {
+                    self.session.set_locale(locale);
+                }
                 let queue_as = c.streaming_behavior.map(|b| match b {
                     StreamingBehavior::Steer => QueueAs::Steer,
                     StreamingBehavior::FollowUp => QueueAs::FollowUp,
@@ -276,6 +312,11 @@ impl RpcServer {
             // Nothing of these can be in flight before retry and the bash command exist, so
             // there is nothing to stop: pi answers success in that case.
             RpcCommand::AbortRetry(_) | RpcCommand::AbortBash(_) => done(id, name),
+            RpcCommand::GetIntegrations(_) => ok(id, name, &self.integrations()),
+            RpcCommand::SetLocale(c) => {
+                self.session.set_locale(&c.locale);
+                done(id, name)
+            }
             RpcCommand::Prompt(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::Abort(_) => {
                 fail(id, name, "prompts are dispatched before this point")
             }
@@ -292,11 +333,7 @@ impl RpcServer {
             | RpcCommand::GetBranchMessages(_)
             | RpcCommand::GetCommands(_)
             | RpcCommand::GetEntries(_)
-            | RpcCommand::GetTree(_)
-            | RpcCommand::SetLocale(_)
-            | RpcCommand::GetIntegrations(_) => {
-                fail(id, name, format!("Not implemented yet: {name}"))
-            }
+            | RpcCommand::GetTree(_) => fail(id, name, format!("Not implemented yet: {name}")),
         }
     }
 }
@@ -371,7 +408,7 @@ where
     sink.emit_line(serde_json::to_vec(&ready).unwrap_or_default())
         .await;
 
-    let mut server = RpcServer::new(make_session(sink.clone()), sink);
+    let mut server = RpcServer::new(make_session(sink.clone()), sink, version);
 
     let (in_tx, mut in_rx) = mpsc::channel::<Vec<u8>>(INBOUND_CAPACITY);
     let reader = std::thread::Builder::new()

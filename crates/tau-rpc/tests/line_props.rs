@@ -146,7 +146,7 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
         };
         let session =
             AgentSession::new(config, Settings::default(), registry, startup, sink.clone());
-        let mut server = RpcServer::new(session, sink);
+        let mut server = RpcServer::new(session, sink, "0.0.0");
         for line in LineReader::new(input) {
             server.handle_line(&line.unwrap()).await;
         }

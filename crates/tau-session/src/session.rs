@@ -136,6 +136,8 @@ pub struct AgentSession {
     auto_retry: bool,
     todo_phases: Vec<TodoPhase>,
     host_tools: HostToolRegistry,
+    /// xcsh's `set_locale`: the language the system prompt asks replies in.
+    locale: Option<String>,
 }
 
 impl AgentSession {
@@ -191,6 +193,7 @@ impl AgentSession {
             thinking_level: startup.thinking_level,
             todo_phases: Vec::new(),
             host_tools: HostToolRegistry::default(),
+            locale: None,
         }
     }
 
@@ -684,6 +687,12 @@ impl AgentSession {
     }
 
     /// The system prompt for the tools a run offers (tools-resources §2).
+    /// xcsh's `set_locale` (and `prompt.locale`): never refused; the next run's system prompt
+    /// asks for replies in that language. An empty locale removes the request.
+    pub fn set_locale(&mut self, locale: &str) {
+        self.locale = crate::system_prompt::normalize_locale(locale);
+    }
+
     fn system_prompt(&self, tools: &[Arc<dyn tau_agent::AgentTool>]) -> String {
         use crate::system_prompt::{
             PromptInputs, PromptTool, build_system_prompt, builtin_prompt_tool,
@@ -719,6 +728,7 @@ impl AgentSession {
             tools: prompt_tools,
             cwd: config.cwd.clone(),
             date: time::OffsetDateTime::now_utc().date().to_string(),
+            locale: self.locale.clone(),
         })
     }
 }

@@ -26,6 +26,8 @@ pub struct PromptInputs {
     pub cwd: PathBuf,
     /// `YYYY-MM-DD`.
     pub date: String,
+    /// A BCP 47 tag from `set_locale` / `prompt.locale` (xcsh), already normalised.
+    pub locale: Option<String>,
 }
 
 const IDENTITY: &str = "You are an expert coding assistant working inside tau, a coding agent. \
@@ -80,6 +82,15 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> String {
     if let Some(append) = inputs.append.as_deref().filter(|a| !a.is_empty()) {
         prompt.push_str("\n\n");
         prompt.push_str(append);
+    }
+    if let Some(locale) = &inputs.locale {
+        let language = language_name(locale)
+            .map(|name| format!("{name} ({locale})"))
+            .unwrap_or_else(|| locale.clone());
+        prompt.push_str(&format!(
+            "\n\nThe user's language is {language}. Write your replies in it unless the user \
+             writes to you in another language; keep code, identifiers and commands as they are."
+        ));
     }
     if !inputs.context_files.is_empty() {
         prompt
@@ -148,6 +159,74 @@ fn base_prompt(tools: &[PromptTool]) -> String {
             .join("\n"),
     );
     out
+}
+
+/// xcsh's locales arrive in many spellings (`de`, `de_DE`, `de-de.UTF-8`); they are never
+/// refused, only normalised to a BCP 47 tag. Empty means "no locale".
+pub fn normalize_locale(raw: &str) -> Option<String> {
+    let tag = raw.trim().split(['.', '@']).next().unwrap_or_default();
+    let mut parts = tag.split(['_', '-']).filter(|p| !p.is_empty());
+    let language = parts.next()?.to_ascii_lowercase();
+    if !language.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let mut out = language;
+    for part in parts {
+        if !part.chars().all(|c| c.is_ascii_alphanumeric()) {
+            break;
+        }
+        out.push('-');
+        match part.len() {
+            2 => out.push_str(&part.to_ascii_uppercase()),
+            4 => {
+                let mut chars = part.chars();
+                if let Some(first) = chars.next() {
+                    out.push(first.to_ascii_uppercase());
+                    out.push_str(&chars.as_str().to_ascii_lowercase());
+                }
+            }
+            _ => out.push_str(&part.to_ascii_lowercase()),
+        }
+    }
+    Some(out)
+}
+
+/// English names of common languages, for the prompt's language line.
+fn language_name(tag: &str) -> Option<&'static str> {
+    let language = tag.split('-').next().unwrap_or(tag);
+    Some(match language {
+        "ar" => "Arabic",
+        "bn" => "Bengali",
+        "cs" => "Czech",
+        "da" => "Danish",
+        "de" => "German",
+        "el" => "Greek",
+        "en" => "English",
+        "es" => "Spanish",
+        "fa" => "Persian",
+        "fi" => "Finnish",
+        "fr" => "French",
+        "he" => "Hebrew",
+        "hi" => "Hindi",
+        "hu" => "Hungarian",
+        "id" => "Indonesian",
+        "it" => "Italian",
+        "ja" => "Japanese",
+        "ko" => "Korean",
+        "nl" => "Dutch",
+        "no" | "nb" => "Norwegian",
+        "pl" => "Polish",
+        "pt" => "Portuguese",
+        "ro" => "Romanian",
+        "ru" => "Russian",
+        "sv" => "Swedish",
+        "th" => "Thai",
+        "tr" => "Turkish",
+        "uk" => "Ukrainian",
+        "vi" => "Vietnamese",
+        "zh" => "Chinese",
+        _ => return None,
+    })
 }
 
 const CONTEXT_NAMES: [&str; 4] = ["AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD"];
@@ -235,6 +314,7 @@ mod tests {
 
     fn inputs(tools: &[&str]) -> PromptInputs {
         PromptInputs {
+            locale: None,
             tools: tools.iter().map(|t| builtin_prompt_tool(t)).collect(),
             cwd: PathBuf::from("/home/u/proj"),
             date: "2026-11-22".into(),
@@ -283,5 +363,29 @@ mod tests {
         let files = load_context_files(agent.path(), &cwd);
         let contents: Vec<&str> = files.iter().map(|(_, c)| c.as_str()).collect();
         assert_eq!(contents, ["global", "claude", "agents"]);
+    }
+
+    #[test]
+    fn locales_are_normalised_never_refused() {
+        assert_eq!(normalize_locale("de_DE.UTF-8").as_deref(), Some("de-DE"));
+        assert_eq!(
+            normalize_locale(" zh-hant-tw ").as_deref(),
+            Some("zh-Hant-TW")
+        );
+        assert_eq!(normalize_locale("FR").as_deref(), Some("fr"));
+        assert_eq!(normalize_locale("klingon").as_deref(), Some("klingon"));
+        assert_eq!(normalize_locale("  "), None);
+    }
+
+    #[test]
+    fn a_locale_adds_a_language_line() {
+        let mut with = inputs(&["read"]);
+        with.locale = Some("de-DE".into());
+        let prompt = build_system_prompt(&with);
+        assert!(
+            prompt.contains("The user's language is German (de-DE)."),
+            "{prompt}"
+        );
+        assert!(!build_system_prompt(&inputs(&["read"])).contains("The user's language"));
     }
 }

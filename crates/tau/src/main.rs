@@ -121,6 +121,11 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         |sink| AgentSession::new(config, settings, registry, startup, sink),
         signals.first(),
     ));
+    if matches!(reason, ExitReason::Signal(_)) {
+        // The aborted run already killed its shells; this catches any that were still
+        // starting, since the process exits without running their destructors.
+        tau_tools::bash::kill_running_shells();
+    }
     // The stdin reader thread may still be blocked in read(); do not wait for it.
     runtime.shutdown_background();
     Ok(match reason {

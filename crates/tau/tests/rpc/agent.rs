@@ -682,6 +682,38 @@ fn the_system_prompt_carries_tools_context_files_and_appends() {
     assert!(!prompt.contains("PROJECT RULES"), "--no-context-files");
 }
 
+#[test]
+fn set_locale_and_prompt_locale_shape_the_next_system_prompt() {
+    let (mock, mut t) = setup();
+    let response = t.request(json!({"type": "set_locale", "locale": "de_DE.UTF-8"}));
+    assert_eq!(response["success"], true);
+    assert!(response.get("data").is_none(), "{response}");
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    kinds_until_settled(&mut t);
+    let first = mock.requests()[0].body["messages"][0]["content"].to_string();
+    assert!(first.contains("German (de-DE)"), "{first}");
+
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p2", "type": "prompt", "message": "salut", "locale": "fr"}));
+    kinds_until_settled(&mut t);
+    let second = mock.requests()[1].body["messages"][0]["content"].to_string();
+    assert!(
+        second.contains("French (fr)") && !second.contains("German"),
+        "{second}"
+    );
+
+    assert_eq!(
+        t.request(json!({"type": "set_locale", "locale": ""}))["success"],
+        true
+    );
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p3", "type": "prompt", "message": "hi"}));
+    kinds_until_settled(&mut t);
+    let third = mock.requests()[2].body["messages"][0]["content"].to_string();
+    assert!(!third.contains("The user's language"), "{third}");
+}
+
 fn three_host_calls(mode: &str) -> (Vec<Value>, BackgroundMock) {
     let (mock, mut t) = setup();
     t.request(json!({"type": "set_interrupt_mode", "mode": mode}));
@@ -1077,4 +1109,25 @@ fn follow_up_mode_all_delivers_every_follow_up_in_one_turn() {
     assert_eq!(mock.requests().len(), 2);
     let second = mock.requests()[1].body["messages"].to_string();
     assert!(second.contains("F1") && second.contains("F2"));
+}
+
+#[test]
+fn sigterm_during_a_long_bash_leaves_no_process_behind() {
+    let (mock, mut t) = setup();
+    mock.push(Reply::new().tool_call("b", "bash", json!({"command": "sleep 31; echo never"})));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "wait"}));
+    t.event("tool_execution_start");
+    std::thread::sleep(Duration::from_millis(200));
+    t.signal(rustix::process::Signal::TERM);
+    let status = t.wait_exit(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(143), "{}", t.stderr());
+    let ps = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 31; echo never"])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "orphan: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
 }

@@ -100,8 +100,8 @@ fn all_commands() -> Vec<(Value, Expect)> {
         (json!({"type": "clear_queue"}), Works),
         (json!({"type": "get_entries", "since": "abc12345"}), NotYet),
         (json!({"type": "get_tree"}), NotYet),
-        (json!({"type": "set_locale", "locale": "de"}), NotYet),
-        (json!({"type": "get_integrations"}), NotYet),
+        (json!({"type": "set_locale", "locale": "de"}), Works),
+        (json!({"type": "get_integrations"}), Works),
     ]
 }
 

@@ -306,3 +306,26 @@ fn messages_queued_while_idle_wait_and_clear_queue_returns_them() {
     );
     assert_eq!(state(&mut t)["pendingMessageCount"], 0);
 }
+
+#[test]
+fn get_integrations_reports_the_model_from_configuration() {
+    let mut t = tau().arg("--no-session").spawn();
+    let data = t.request(json!({"type": "get_integrations"}))["data"].clone();
+    assert_eq!(data["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(data["model"], json!({"state": "no_provider"}));
+    assert_eq!(data["services"], json!([]));
+
+    let models = json!({"providers": {"local": {
+        "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "k",
+        "models": [{"id": "m1"}],
+    }}});
+    let mut t = tau()
+        .agent_file("models.json", models.to_string())
+        .arg("--no-session")
+        .spawn();
+    let data = t.request(json!({"type": "get_integrations"}))["data"].clone();
+    assert_eq!(
+        data["model"],
+        json!({"state": "connected", "provider": "local"})
+    );
+}
