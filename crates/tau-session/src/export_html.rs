@@ -509,7 +509,8 @@ fn render_usage_footer(out: &mut String, message: &Value, stop: &str) {
             let _ = write!(out, "<span>${cost:.4}</span>");
         }
     }
-    if !stop.is_empty() {
+    // A plain finish is the norm; only the other reasons are worth a word.
+    if !stop.is_empty() && stop != "stop" {
         out.push_str("<span>stop: ");
         escape_html(out, stop);
         out.push_str("</span>");
@@ -845,6 +846,7 @@ mod tests {
         let body = body_of(&html);
         assert!(body.contains("ROOT QUESTION"));
         assert!(body.contains("MAIN ANSWER"));
+        assert!(!body.contains("stop: stop"));
         assert!(!body.contains("SIDE BRANCH ANSWER"));
         assert!(!body.contains("SIDE FOLLOW UP"));
         assert!(body.contains("data-count=\"2\">2 entries are on other branches"));
