@@ -4,6 +4,7 @@
 
 mod conversation;
 mod events;
+pub mod export_html;
 mod host_tools;
 pub mod models;
 mod outbound;
