@@ -10,6 +10,7 @@ mod outbound;
 pub mod paths;
 mod session;
 pub mod settings;
+pub mod store;
 pub mod system_prompt;
 mod todos;
 
