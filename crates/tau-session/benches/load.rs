@@ -104,6 +104,26 @@ fn measure(path: &Path, iterations: usize) -> (Duration, usize) {
     (times[times.len() / 2], messages)
 }
 
+/// The floor on this machine: reading the file and scanning its JSON without building
+/// anything.
+fn scan_floor(path: &Path, iterations: usize) -> Duration {
+    use std::io::BufRead;
+    let mut times = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let start = Instant::now();
+        let file = std::fs::File::open(path).unwrap();
+        let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
+        let mut line = Vec::new();
+        while reader.read_until(b'\n', &mut line).unwrap() > 0 {
+            let _: serde::de::IgnoredAny = serde_json::from_slice(&line).unwrap();
+            line.clear();
+        }
+        times.push(start.elapsed());
+    }
+    times.sort();
+    times[times.len() / 2]
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     for (entries, iterations) in [(5_000, 40), (100_000, 5)] {
@@ -111,10 +131,12 @@ fn main() {
         write_session(&path, entries);
         let size = std::fs::metadata(&path).unwrap().len();
         let (median, messages) = measure(&path, iterations);
+        let floor = scan_floor(&path, iterations);
         println!(
-            "{entries:>7} entries, {:>6.1} MB: open + build_context median {:>8.2} ms over {iterations} runs ({messages} messages)",
+            "{entries:>7} entries, {:>6.1} MB: open + build_context median {:>8.2} ms over {iterations} runs ({messages} messages); read + JSON scan floor {:>8.2} ms",
             size as f64 / 1e6,
-            median.as_secs_f64() * 1e3
+            median.as_secs_f64() * 1e3,
+            floor.as_secs_f64() * 1e3
         );
     }
 }

@@ -1,6 +1,7 @@
 //! The records of a session file: the header line and the entries after it, with pi's exact
 //! key order when written and a lossless fallback for entries tau does not understand.
 
+use super::fast::{Known, Name};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
@@ -287,6 +288,18 @@ impl Serialize for SessionEntry {
     }
 }
 
+const ENTRY_TYPES: &[&str] = &[
+    "message",
+    "thinking_level_change",
+    "model_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+];
+
 /// Keys of an entry line, told apart without allocating for the known ones.
 enum Key {
     Type,
@@ -334,7 +347,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
         f.write_str("a session entry object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SessionEntry, A::Error> {
-        let mut entry_type: Option<String> = None;
+        let mut entry_type: Option<Name> = None;
         let mut id: Option<String> = None;
         let mut parent_id: Option<String> = None;
         let mut timestamp: Option<String> = None;
@@ -342,7 +355,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
         let mut rest = Map::new();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
-                Key::Type => entry_type = Some(map.next_value()?),
+                Key::Type => entry_type = Some(map.next_value_seed(Known(ENTRY_TYPES))?),
                 Key::Id => id = Some(map.next_value()?),
                 Key::ParentId => parent_id = map.next_value()?,
                 Key::Timestamp => timestamp = Some(map.next_value()?),
@@ -356,7 +369,8 @@ impl<'de> Visitor<'de> for EntryVisitor {
         let entry_type = entry_type.ok_or_else(|| de::Error::missing_field("type"))?;
         let id = id.ok_or_else(|| de::Error::missing_field("id"))?;
         let timestamp = timestamp.ok_or_else(|| de::Error::missing_field("timestamp"))?;
-        let kind = build_kind(&entry_type, message, &mut rest).map_err(de::Error::custom)?;
+        let kind =
+            build_kind(entry_type.as_str(), message, &mut rest).map_err(de::Error::custom)?;
         Ok(SessionEntry {
             id,
             parent_id,

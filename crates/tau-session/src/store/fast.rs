@@ -47,13 +47,10 @@ impl<'de> Visitor<'de> for MessageSeed {
         f.write_str("a message object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AgentMessage, A::Error> {
-        let Some(first) = map.next_key::<String>()? else {
-            return Err(de::Error::missing_field("role"));
-        };
-        if first != "role" {
+        if let Err(first) = first_key_is(&mut map, ROLE)? {
             return gather(first, map);
         }
-        let role = map.next_value::<String>()?;
+        let role = map.next_value_seed(Known(ROLES))?;
         Ok(match role.as_str() {
             "user" => AgentMessage::User(UserVisitor.visit_map(map)?),
             "assistant" => AgentMessage::Assistant(AssistantVisitor.visit_map(map)?),
@@ -71,20 +68,7 @@ impl<'de> Visitor<'de> for MessageSeed {
             "branchSummary" => AgentMessage::BranchSummary(BranchSummaryMessage::deserialize(
                 MapAccessDeserializer::new(map),
             )?),
-            other => {
-                return Err(de::Error::unknown_variant(
-                    other,
-                    &[
-                        "user",
-                        "assistant",
-                        "toolResult",
-                        "bashExecution",
-                        "custom",
-                        "compactionSummary",
-                        "branchSummary",
-                    ],
-                ));
-            }
+            other => return Err(de::Error::unknown_variant(other, ROLES)),
         })
     }
 }
@@ -105,8 +89,8 @@ impl<'de> Visitor<'de> for UserVisitor {
         let mut content = None;
         let mut timestamp = None;
         let mut attachments = None;
-        while let Some(key) = map.next_key::<FieldName>()? {
-            match key.0.as_str() {
+        while let Some(key) = map.next_key_seed(Known(USER_FIELDS))? {
+            match key.as_str() {
                 "content" => content = Some(map.next_value_seed(UserContentSeed)?),
                 "timestamp" => timestamp = Some(map.next_value()?),
                 "attachments" => attachments = map.next_value()?,
@@ -143,8 +127,8 @@ impl<'de> Visitor<'de> for AssistantVisitor {
         let mut response_model = None;
         let mut diagnostics = None;
         let mut error_message = None;
-        while let Some(key) = map.next_key::<FieldName>()? {
-            match key.0.as_str() {
+        while let Some(key) = map.next_key_seed(Known(ASSISTANT_FIELDS))? {
+            match key.as_str() {
                 "content" => content = Some(map.next_value_seed(SeqOf(AssistantBlockSeed))?),
                 "api" => api = Some(map.next_value()?),
                 "provider" => provider = Some(map.next_value()?),
@@ -192,8 +176,8 @@ impl<'de> Visitor<'de> for ToolResultVisitor {
         let mut details = None;
         let mut is_error = None;
         let mut timestamp = None;
-        while let Some(key) = map.next_key::<FieldName>()? {
-            match key.0.as_str() {
+        while let Some(key) = map.next_key_seed(Known(TOOL_RESULT_FIELDS))? {
+            match key.as_str() {
                 "toolCallId" => tool_call_id = Some(map.next_value()?),
                 "toolName" => tool_name = Some(map.next_value()?),
                 "content" => content = Some(map.next_value_seed(SeqOf(UserBlockSeed))?),
@@ -216,12 +200,91 @@ impl<'de> Visitor<'de> for ToolResultVisitor {
     }
 }
 
-/// A map key; short, so one small allocation is cheaper than a borrowed-or-owned dance.
-struct FieldName(String);
+/// A key or tag matched against the names a visitor knows, without allocating for them.
+#[derive(Clone, Copy)]
+pub(crate) struct Known(pub(crate) &'static [&'static str]);
 
-impl<'de> Deserialize<'de> for FieldName {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer).map(FieldName)
+pub(crate) enum Name {
+    Known(&'static str),
+    Other(String),
+}
+
+impl Name {
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Name::Known(name) => name,
+            Name::Other(name) => name,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Known {
+    type Value = Name;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Name, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for Known {
+    type Value = Name;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Name, E> {
+        Ok(match self.0.iter().find(|k| **k == v) {
+            Some(k) => Name::Known(k),
+            None => Name::Other(v.to_owned()),
+        })
+    }
+}
+
+const ROLE: &[&str] = &["role"];
+const TYPE: &[&str] = &["type"];
+const USER_FIELDS: &[&str] = &["content", "timestamp", "attachments"];
+const ASSISTANT_FIELDS: &[&str] = &[
+    "content",
+    "api",
+    "provider",
+    "model",
+    "usage",
+    "stopReason",
+    "timestamp",
+    "responseId",
+    "responseModel",
+    "diagnostics",
+    "errorMessage",
+];
+const TOOL_RESULT_FIELDS: &[&str] = &[
+    "toolCallId",
+    "toolName",
+    "content",
+    "details",
+    "isError",
+    "timestamp",
+];
+const ROLES: &[&str] = &[
+    "user",
+    "assistant",
+    "toolResult",
+    "bashExecution",
+    "custom",
+    "compactionSummary",
+    "branchSummary",
+];
+const USER_BLOCKS: &[&str] = &["text", "image"];
+const ASSISTANT_BLOCKS: &[&str] = &["text", "thinking", "toolCall"];
+
+/// Reads the first key of a map; `Err` carries it when it is not `tag`.
+fn first_key_is<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    tag: &'static [&'static str],
+) -> Result<Result<(), String>, A::Error> {
+    match map.next_key_seed(Known(tag))? {
+        Some(Name::Known(_)) => Ok(Ok(())),
+        Some(Name::Other(first)) => Ok(Err(first)),
+        None => Err(de::Error::missing_field(
+            tag.first().copied().unwrap_or("tag"),
+        )),
     }
 }
 
@@ -293,18 +356,15 @@ impl<'de> Visitor<'de> for UserBlockSeed {
         f.write_str("a content block")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UserContentBlock, A::Error> {
-        let Some(first) = map.next_key::<String>()? else {
-            return Err(de::Error::missing_field("type"));
-        };
-        if first != "type" {
+        if let Err(first) = first_key_is(&mut map, TYPE)? {
             return gather(first, map);
         }
-        let kind = map.next_value::<FieldName>()?;
+        let kind = map.next_value_seed(Known(USER_BLOCKS))?;
         let rest = MapAccessDeserializer::new(map);
-        match kind.0.as_str() {
+        match kind.as_str() {
             "text" => TextContent::deserialize(rest).map(UserContentBlock::Text),
             "image" => ImageContent::deserialize(rest).map(UserContentBlock::Image),
-            other => Err(de::Error::unknown_variant(other, &["text", "image"])),
+            other => Err(de::Error::unknown_variant(other, USER_BLOCKS)),
         }
     }
 }
@@ -326,22 +386,16 @@ impl<'de> Visitor<'de> for AssistantBlockSeed {
         f.write_str("a content block")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AssistantContent, A::Error> {
-        let Some(first) = map.next_key::<String>()? else {
-            return Err(de::Error::missing_field("type"));
-        };
-        if first != "type" {
+        if let Err(first) = first_key_is(&mut map, TYPE)? {
             return gather(first, map);
         }
-        let kind = map.next_value::<FieldName>()?;
+        let kind = map.next_value_seed(Known(ASSISTANT_BLOCKS))?;
         let rest = MapAccessDeserializer::new(map);
-        match kind.0.as_str() {
+        match kind.as_str() {
             "text" => TextContent::deserialize(rest).map(AssistantContent::Text),
             "thinking" => ThinkingContent::deserialize(rest).map(AssistantContent::Thinking),
             "toolCall" => ToolCall::deserialize(rest).map(AssistantContent::ToolCall),
-            other => Err(de::Error::unknown_variant(
-                other,
-                &["text", "thinking", "toolCall"],
-            )),
+            other => Err(de::Error::unknown_variant(other, ASSISTANT_BLOCKS)),
         }
     }
 }
