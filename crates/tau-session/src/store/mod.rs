@@ -412,7 +412,10 @@ impl SessionStore {
             }
         }
         let Some(at) = compaction else {
-            context.messages = path.iter().filter_map(|e| context_message(e)).collect();
+            context.messages = Vec::with_capacity(path.len());
+            context
+                .messages
+                .extend(path.iter().filter_map(|e| context_message(e)));
             return context;
         };
         let EntryKind::Compaction {
