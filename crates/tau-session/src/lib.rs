@@ -11,6 +11,7 @@ mod outbound;
 pub mod paths;
 mod session;
 pub mod settings;
+pub mod store;
 pub mod system_prompt;
 mod todos;
 

@@ -1,0 +1,247 @@
+//! Reading a session file: the header, then each line on its own (malformed ones are skipped,
+//! a torn last line after a crash is normal), and the migrations of files older than
+//! version 3.
+
+use super::entry::{CURRENT_VERSION, SessionEntry, SessionHeader};
+use super::{StoreError, new_entry_id};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+use std::io::BufRead;
+use std::path::Path;
+
+/// What a session file holds.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub header: SessionHeader,
+    pub entries: Vec<SessionEntry>,
+    /// The file was older than version 3: these are the migrated lines (header first) that
+    /// must replace its contents.
+    pub rewrite: Option<Vec<String>>,
+}
+
+/// Reads a whole session from `reader`; `path` only names the file in errors and warnings.
+pub(crate) fn read_session<R: BufRead>(mut reader: R, path: &Path) -> Result<Loaded, StoreError> {
+    let io_err = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut line = Vec::with_capacity(4096);
+    let header = loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
+            return Err(StoreError::NotASessionFile(path.to_path_buf()));
+        }
+        if is_blank(&line) {
+            continue;
+        }
+        break serde_json::from_slice::<Map<String, Value>>(&line)
+            .ok()
+            .and_then(SessionHeader::from_map)
+            .ok_or_else(|| StoreError::NotASessionFile(path.to_path_buf()))?;
+    };
+    if header.version < CURRENT_VERSION {
+        return read_and_migrate(reader, header, path);
+    }
+    let mut entries = Vec::new();
+    let mut line_no = 1usize;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
+            break;
+        }
+        line_no += 1;
+        if is_blank(&line) {
+            continue;
+        }
+        match parse_entry_line(&line) {
+            Some(entry) => entries.push(entry),
+            None => tracing::warn!(
+                path = %path.display(),
+                line = line_no,
+                "skipping malformed session line"
+            ),
+        }
+    }
+    Ok(Loaded {
+        header,
+        entries,
+        rewrite: None,
+    })
+}
+
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+/// Typed when tau understands the entry; otherwise kept whole as long as it has the
+/// fields that place it in the tree.
+fn parse_entry_line(line: &[u8]) -> Option<SessionEntry> {
+    match serde_json::from_slice::<SessionEntry>(line) {
+        Ok(entry) => Some(entry),
+        Err(_) => serde_json::from_slice::<Map<String, Value>>(line)
+            .ok()
+            .and_then(opaque_entry),
+    }
+}
+
+fn entry_from_value(value: Value) -> Option<SessionEntry> {
+    match SessionEntry::deserialize(&value) {
+        Ok(entry) => Some(entry),
+        Err(_) => match value {
+            Value::Object(map) => opaque_entry(map),
+            _ => None,
+        },
+    }
+}
+
+/// An entry kept verbatim: tau does not know its type or could not read its fields.
+fn opaque_entry(map: Map<String, Value>) -> Option<SessionEntry> {
+    let entry_type = map.get("type")?.as_str()?;
+    let id = map.get("id")?.as_str()?.to_owned();
+    if entry_type == "session" {
+        return None;
+    }
+    tracing::debug!(
+        entry_type,
+        id,
+        "keeping session entry tau does not understand"
+    );
+    let parent_id = map
+        .get("parentId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let timestamp = map
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    Some(SessionEntry {
+        id,
+        parent_id,
+        timestamp,
+        kind: super::entry::EntryKind::Unknown(map),
+        extra: Map::new(),
+    })
+}
+
+/// Old files are small and rare: they go through JSON trees so that every field survives.
+fn read_and_migrate<R: BufRead>(
+    reader: R,
+    mut header: SessionHeader,
+    path: &Path,
+) -> Result<Loaded, StoreError> {
+    let mut values = Vec::new();
+    for (n, line) in reader.split(b'\n').enumerate() {
+        let line = line.map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if is_blank(&line) {
+            continue;
+        }
+        match serde_json::from_slice::<Value>(&line) {
+            Ok(Value::Object(map)) => values.push(map),
+            _ => tracing::warn!(
+                path = %path.display(),
+                line = n + 2,
+                "skipping malformed session line"
+            ),
+        }
+    }
+    let from = header.version;
+    if from < 2 {
+        migrate_v1_to_v2(&mut values);
+    }
+    migrate_v2_to_v3(&mut values);
+    header.version = CURRENT_VERSION;
+    tracing::info!(path = %path.display(), from, "migrating session file to version 3");
+
+    let mut lines = Vec::with_capacity(values.len() + 1);
+    lines.push(serde_json::to_string(&header).map_err(StoreError::Encode)?);
+    let mut entries = Vec::with_capacity(values.len());
+    for map in values {
+        lines.push(serde_json::to_string(&map).map_err(StoreError::Encode)?);
+        if let Some(entry) = entry_from_value(Value::Object(map)) {
+            entries.push(entry);
+        }
+    }
+    Ok(Loaded {
+        header,
+        entries,
+        rewrite: Some(lines),
+    })
+}
+
+/// Version 1 had no tree: each entry becomes the child of the one before it, and compaction
+/// pointed at the first kept entry by its line index (the header being index 0).
+fn migrate_v1_to_v2(values: &mut [Map<String, Value>]) {
+    let mut taken = HashSet::new();
+    let mut ids = Vec::with_capacity(values.len());
+    let mut previous: Option<String> = None;
+    for map in values.iter_mut() {
+        let id = new_entry_id(|candidate| taken.contains(candidate));
+        taken.insert(id.clone());
+        // Tree links go right after `type`, where tau writes them.
+        let mut linked = Map::with_capacity(map.len() + 2);
+        let mut old = std::mem::take(map);
+        if let Some(t) = old.shift_remove("type") {
+            linked.insert("type".into(), t);
+        }
+        old.shift_remove("id");
+        old.shift_remove("parentId");
+        linked.insert("id".into(), Value::String(id.clone()));
+        linked.insert(
+            "parentId".into(),
+            previous.clone().map_or(Value::Null, Value::String),
+        );
+        linked.extend(old);
+        *map = linked;
+        previous = Some(id.clone());
+        ids.push(id);
+    }
+    for map in values.iter_mut() {
+        if map.get("type").and_then(Value::as_str) != Some("compaction") {
+            continue;
+        }
+        let Some(index) = map.shift_remove("firstKeptEntryIndex") else {
+            continue;
+        };
+        // Index 0 is the header, which has no id.
+        let target = index
+            .as_u64()
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| i.checked_sub(1))
+            .and_then(|i| ids.get(i));
+        if let Some(target) = target {
+            map.insert("firstKeptEntryId".into(), Value::String(target.clone()));
+        }
+    }
+}
+
+/// Version 3 renamed the extension message role `hookMessage` to `custom`.
+fn migrate_v2_to_v3(values: &mut [Map<String, Value>]) {
+    for map in values.iter_mut() {
+        if map.get("type").and_then(Value::as_str) != Some("message") {
+            continue;
+        }
+        if let Some(Value::Object(message)) = map.get_mut("message")
+            && message.get("role").and_then(Value::as_str) == Some("hookMessage")
+        {
+            message.insert("role".into(), Value::String("custom".into()));
+        }
+    }
+}
+
+/// Reads only the header line of a session file, for discovery. Reads at most 64 KiB so a
+/// large file that is not a session costs nothing.
+pub(crate) fn read_header(path: &Path) -> Option<SessionHeader> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).ok()?;
+    let mut reader = std::io::BufReader::new(file.take(64 * 1024));
+    let mut line = Vec::new();
+    reader.read_until(b'\n', &mut line).ok()?;
+    serde_json::from_slice::<Map<String, Value>>(&line)
+        .ok()
+        .and_then(SessionHeader::from_map)
+}

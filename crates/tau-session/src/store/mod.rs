@@ -1,0 +1,699 @@
+//! The session store: pi's JSONL session file (version 3) as a tree of entries, with lazy
+//! creation, one flushed line per entry afterwards, an advisory lock against a second
+//! writer, context rebuilding, fork/clone construction and session discovery.
+
+mod discover;
+mod entry;
+mod fast;
+mod load;
+
+pub use discover::{find_by_id_prefix, most_recent_in};
+pub use entry::{CURRENT_VERSION, EntryKind, SessionEntry, SessionHeader};
+
+use crate::paths;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+use tau_agent::{AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage};
+use tau_ai::{UserContent, UserContentBlock};
+
+/// Why a session file could not be opened or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("Session file not found: {}", .0.display())]
+    NotFound(PathBuf),
+    #[error("Not a session file (no valid header): {}", .0.display())]
+    NotASessionFile(PathBuf),
+    #[error("Session file is in use by another tau process: {}", .0.display())]
+    SessionLocked(PathBuf),
+    #[error("Entry {0} not found")]
+    UnknownEntry(String),
+    #[error("Session file {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("Could not encode session entry: {0}")]
+    Encode(#[source] serde_json::Error),
+}
+
+/// What the model sees when a session is resumed (rpc.md §7.5).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionContext {
+    pub messages: Vec<AgentMessage>,
+    /// The last `thinking_level_change` on the branch; `None` means "use the default".
+    pub thinking_level: Option<String>,
+    /// `(provider, model id)` from the last model change or assistant message on the branch.
+    pub model: Option<(String, String)>,
+}
+
+/// One session: its header and entry tree, the current leaf, and where it is stored.
+#[derive(Debug)]
+pub struct SessionStore {
+    header: SessionHeader,
+    entries: Vec<SessionEntry>,
+    index: HashMap<String, usize>,
+    leaf: Option<usize>,
+    /// `None` for `--no-session`.
+    path: Option<PathBuf>,
+    /// Open (and locked) once the file exists; every later entry is one line written here.
+    file: Option<File>,
+    has_assistant: bool,
+}
+
+impl SessionStore {
+    /// A new session in `dir` (file name from the creation time and the new id). Nothing is
+    /// written yet.
+    pub fn create(dir: &Path, cwd: &Path, parent_session: Option<String>) -> Self {
+        let (header, created) = new_header(cwd, parent_session);
+        let path = dir.join(paths::session_file_name(created, &header.id));
+        Self::empty(header, Some(path))
+    }
+
+    /// A new session that will be written to exactly `path` (`--session <path>`,
+    /// `switch_session` to a missing file).
+    pub fn create_at(path: PathBuf, cwd: &Path, parent_session: Option<String>) -> Self {
+        let (header, _) = new_header(cwd, parent_session);
+        Self::empty(header, Some(path))
+    }
+
+    /// A session that is never written (`--no-session`).
+    pub fn in_memory(cwd: &Path) -> Self {
+        let (header, _) = new_header(cwd, None);
+        Self::empty(header, None)
+    }
+
+    fn empty(header: SessionHeader, path: Option<PathBuf>) -> Self {
+        Self {
+            header,
+            entries: Vec::new(),
+            index: HashMap::new(),
+            leaf: None,
+            path,
+            file: None,
+            has_assistant: false,
+        }
+    }
+
+    /// Opens an existing session file for reading and appending, taking its lock. Older
+    /// versions are migrated and the file is replaced atomically. The leaf is the last entry.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let io_err = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = match OpenOptions::new().read(true).append(true).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NotFound(path.to_path_buf()));
+            }
+            Err(e) => return Err(io_err(e)),
+        };
+        lock(&file, path)?;
+        let loaded = load::read_session(BufReader::with_capacity(256 * 1024, &file), path)?;
+        if let Some(lines) = &loaded.rewrite {
+            file = replace_file(path, lines)?;
+        }
+        let mut store = Self::empty(loaded.header, Some(path.to_path_buf()));
+        store.entries = loaded.entries;
+        store.index.reserve(store.entries.len());
+        for (i, entry) in store.entries.iter().enumerate() {
+            store.index.insert(entry.id.clone(), i);
+            if is_assistant(entry) {
+                store.has_assistant = true;
+            }
+        }
+        store.leaf = store.entries.len().checked_sub(1);
+        store.file = Some(file);
+        Ok(store)
+    }
+
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// Where the session is (or will be) stored; `None` in memory.
+    pub fn file_path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Whether the session file exists on disk (false before the first assistant reply).
+    pub fn is_persisted(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// All entries in file order.
+    pub fn entries(&self) -> &[SessionEntry] {
+        &self.entries
+    }
+
+    pub fn entry(&self, id: &str) -> Option<&SessionEntry> {
+        self.index.get(id).map(|&i| &self.entries[i])
+    }
+
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.map(|i| self.entries[i].id.as_str())
+    }
+
+    /// Moves the leaf (`None` = before the first entry); the next entry becomes a child of it.
+    pub fn set_leaf(&mut self, id: Option<&str>) -> Result<(), StoreError> {
+        self.leaf = match id {
+            None => None,
+            Some(id) => Some(
+                *self
+                    .index
+                    .get(id)
+                    .ok_or_else(|| StoreError::UnknownEntry(id.to_owned()))?,
+            ),
+        };
+        Ok(())
+    }
+
+    /// Appends a `message` entry. Summary messages are not stored as messages; use
+    /// [`Self::append_compaction`] and [`Self::append_branch_summary`].
+    pub fn append_message(&mut self, message: AgentMessage) -> Result<String, StoreError> {
+        self.append(EntryKind::Message { message })
+    }
+
+    pub fn append_model_change(
+        &mut self,
+        provider: &str,
+        model_id: &str,
+    ) -> Result<String, StoreError> {
+        self.append(EntryKind::ModelChange {
+            provider: provider.to_owned(),
+            model_id: model_id.to_owned(),
+        })
+    }
+
+    pub fn append_thinking_level_change(&mut self, level: &str) -> Result<String, StoreError> {
+        self.append(EntryKind::ThinkingLevelChange {
+            thinking_level: level.to_owned(),
+        })
+    }
+
+    pub fn append_compaction(
+        &mut self,
+        summary: String,
+        first_kept_entry_id: String,
+        tokens_before: u64,
+        details: Option<Value>,
+        from_hook: bool,
+    ) -> Result<String, StoreError> {
+        self.append(EntryKind::Compaction {
+            summary,
+            first_kept_entry_id,
+            tokens_before,
+            details,
+            from_hook: Some(from_hook),
+        })
+    }
+
+    /// Moves the leaf to `from` (`None` = root) and appends a summary of the branch left.
+    pub fn append_branch_summary(
+        &mut self,
+        from: Option<&str>,
+        summary: String,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+    ) -> Result<String, StoreError> {
+        self.set_leaf(from)?;
+        self.append(EntryKind::BranchSummary {
+            from_id: from.unwrap_or("root").to_owned(),
+            summary,
+            details,
+            from_hook,
+        })
+    }
+
+    pub fn append_custom(
+        &mut self,
+        custom_type: &str,
+        data: Option<Value>,
+    ) -> Result<String, StoreError> {
+        self.append(EntryKind::Custom {
+            custom_type: custom_type.to_owned(),
+            data,
+        })
+    }
+
+    pub fn append_custom_message(
+        &mut self,
+        custom_type: &str,
+        content: UserContent,
+        display: bool,
+        details: Option<Value>,
+    ) -> Result<String, StoreError> {
+        self.append(EntryKind::CustomMessage {
+            custom_type: custom_type.to_owned(),
+            content,
+            display,
+            details,
+        })
+    }
+
+    /// Records the session name, trimmed; an empty name clears it.
+    pub fn append_session_info(&mut self, name: &str) -> Result<String, StoreError> {
+        self.append(EntryKind::SessionInfo {
+            name: Some(name.trim().to_owned()),
+        })
+    }
+
+    /// Sets (or with `None`/empty, clears) the label of an existing entry.
+    pub fn append_label(
+        &mut self,
+        target_id: &str,
+        label: Option<&str>,
+    ) -> Result<String, StoreError> {
+        if !self.index.contains_key(target_id) {
+            return Err(StoreError::UnknownEntry(target_id.to_owned()));
+        }
+        self.append(EntryKind::Label {
+            target_id: target_id.to_owned(),
+            label: label.filter(|l| !l.is_empty()).map(str::to_owned),
+        })
+    }
+
+    /// Makes a new entry the child of the leaf and moves the leaf to it. The entry is kept
+    /// even when writing it fails; the error is returned so the caller can report it.
+    fn append(&mut self, kind: EntryKind) -> Result<String, StoreError> {
+        let id = new_entry_id(|candidate| self.index.contains_key(candidate));
+        let entry = SessionEntry {
+            id: id.clone(),
+            parent_id: self.leaf_id().map(str::to_owned),
+            timestamp: now_iso(),
+            kind,
+            extra: serde_json::Map::new(),
+        };
+        let assistant = is_assistant(&entry);
+        self.push(entry);
+        self.has_assistant |= assistant;
+        self.persist_last()?;
+        Ok(id)
+    }
+
+    fn push(&mut self, entry: SessionEntry) {
+        let i = self.entries.len();
+        self.index.insert(entry.id.clone(), i);
+        self.entries.push(entry);
+        self.leaf = Some(i);
+    }
+
+    /// rpc.md §7.3: nothing on disk before the first assistant message, then the whole file
+    /// at once, then one line per entry.
+    fn persist_last(&mut self) -> Result<(), StoreError> {
+        if self.file.is_some() {
+            let Some(entry) = self.entries.last() else {
+                return Ok(());
+            };
+            let mut line = entry.to_line().map_err(StoreError::Encode)?;
+            line.push('\n');
+            return self.write_line(&line);
+        }
+        if self.has_assistant && self.path.is_some() {
+            self.write_whole_file()?;
+        }
+        Ok(())
+    }
+
+    fn write_line(&mut self, line: &str) -> Result<(), StoreError> {
+        let (Some(file), Some(path)) = (self.file.as_mut(), self.path.as_ref()) else {
+            return Ok(());
+        };
+        // One write of the full line, so a crash leaves at most a torn last line.
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })
+    }
+
+    fn write_whole_file(&mut self) -> Result<(), StoreError> {
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        let io_err = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut content = serde_json::to_string(&self.header).map_err(StoreError::Encode)?;
+        content.push('\n');
+        for entry in &self.entries {
+            content.push_str(&entry.to_line().map_err(StoreError::Encode)?);
+            content.push('\n');
+        }
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(io_err)?;
+        }
+        let mut file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io_err)?;
+        lock(&file, &path)?;
+        file.write_all(content.as_bytes()).map_err(io_err)?;
+        self.file = Some(file);
+        Ok(())
+    }
+
+    /// Entries from the root to the leaf.
+    pub fn branch_path(&self) -> Vec<&SessionEntry> {
+        self.path_to(self.leaf)
+    }
+
+    fn path_to(&self, leaf: Option<usize>) -> Vec<&SessionEntry> {
+        let mut path = Vec::new();
+        let mut current = leaf;
+        while let Some(i) = current {
+            let entry = &self.entries[i];
+            path.push(entry);
+            // A cycle would be a corrupt file; the length bound stops the walk regardless.
+            if path.len() > self.entries.len() {
+                tracing::warn!("session entry tree has a cycle; truncating the branch");
+                break;
+            }
+            current = entry
+                .parent_id
+                .as_deref()
+                .and_then(|p| self.index.get(p).copied());
+        }
+        path.reverse();
+        path
+    }
+
+    /// The context for the model along the current branch (rpc.md §7.5).
+    pub fn build_context(&self) -> SessionContext {
+        let path = self.branch_path();
+        let mut context = SessionContext::default();
+        let mut compaction = None;
+        for (i, entry) in path.iter().enumerate() {
+            match &entry.kind {
+                EntryKind::ThinkingLevelChange { thinking_level } => {
+                    context.thinking_level = Some(thinking_level.clone());
+                }
+                EntryKind::ModelChange { provider, model_id } => {
+                    context.model = Some((provider.clone(), model_id.clone()));
+                }
+                EntryKind::Message {
+                    message: AgentMessage::Assistant(a),
+                } => context.model = Some((a.provider.clone(), a.model.clone())),
+                EntryKind::Compaction { .. } => compaction = Some(i),
+                _ => {}
+            }
+        }
+        let Some(at) = compaction else {
+            context.messages = Vec::with_capacity(path.len());
+            context
+                .messages
+                .extend(path.iter().filter_map(|e| context_message(e)));
+            return context;
+        };
+        let EntryKind::Compaction {
+            summary,
+            first_kept_entry_id,
+            tokens_before,
+            ..
+        } = &path[at].kind
+        else {
+            return context;
+        };
+        let mut messages = Vec::with_capacity(path.len() - at + 1);
+        messages.push(AgentMessage::CompactionSummary(CompactionSummaryMessage {
+            summary: summary.clone(),
+            tokens_before: *tokens_before,
+            timestamp: iso_to_ms(&path[at].timestamp),
+        }));
+        let kept_from = path[..at]
+            .iter()
+            .position(|e| &e.id == first_kept_entry_id)
+            .unwrap_or(at);
+        messages.extend(
+            path[kept_from..at]
+                .iter()
+                .filter_map(|e| context_message(e)),
+        );
+        messages.extend(path[at + 1..].iter().filter_map(|e| context_message(e)));
+        context.messages = messages;
+        context
+    }
+
+    /// The session name: the latest `session_info` in file order (any branch); an empty name
+    /// clears it.
+    pub fn session_name(&self) -> Option<&str> {
+        self.entries
+            .iter()
+            .rev()
+            .find_map(|e| match &e.kind {
+                EntryKind::SessionInfo { name } => Some(name.as_deref().unwrap_or("")),
+                _ => None,
+            })
+            .filter(|name| !name.is_empty())
+    }
+
+    /// Every user message in file order over the whole tree with its text (rpc.md §3.23).
+    pub fn fork_messages(&self) -> Vec<(String, String)> {
+        self.entries
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::Message {
+                    message: AgentMessage::User(user),
+                } => {
+                    let text = user_text(&user.content);
+                    (!text.is_empty()).then(|| (e.id.clone(), text))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// For a fork "before" `entry_id`: `Some(parent)` when it is a user message (the parent
+    /// being `None` for the first entry), `None` when it is not a user message.
+    pub fn fork_point(&self, entry_id: &str) -> Option<Option<&str>> {
+        let entry = self.entry(entry_id)?;
+        match entry.message() {
+            Some(AgentMessage::User(_)) => Some(entry.parent_id.as_deref()),
+            _ => None,
+        }
+    }
+
+    /// A new session holding the path root→`target_leaf` (rpc.md §7.6): labels dropped and the
+    /// rest re-chained with ids kept, then one label entry per label still pointing into the
+    /// path; `parentSession` = this file. `target_leaf = None` gives an empty session. Written
+    /// at once only if the path has an assistant message. `dir` is ignored in memory.
+    pub fn branched(
+        &self,
+        target_leaf: Option<&str>,
+        dir: &Path,
+    ) -> Result<SessionStore, StoreError> {
+        let target = match target_leaf {
+            None => None,
+            Some(id) => Some(
+                *self
+                    .index
+                    .get(id)
+                    .ok_or_else(|| StoreError::UnknownEntry(id.to_owned()))?,
+            ),
+        };
+        let cwd = PathBuf::from(&self.header.cwd);
+        let parent = self.path.as_ref().map(|p| p.to_string_lossy().into_owned());
+        let mut new = if self.path.is_some() {
+            SessionStore::create(dir, &cwd, parent)
+        } else {
+            SessionStore::in_memory(&cwd)
+        };
+        let path = self.path_to(target);
+        let mut previous: Option<String> = None;
+        for entry in path
+            .iter()
+            .filter(|e| !matches!(e.kind, EntryKind::Label { .. }))
+        {
+            let mut copy = (*entry).clone();
+            copy.parent_id = previous.take();
+            previous = Some(copy.id.clone());
+            new.has_assistant |= is_assistant(&copy);
+            new.push(copy);
+        }
+        // Labels resolved over the whole file: the latest change wins, a label keeps the
+        // position where it was first set (as pi's insertion-ordered map does).
+        let mut labels: Vec<(&str, &str)> = Vec::new();
+        for entry in &self.entries {
+            if let EntryKind::Label { target_id, label } = &entry.kind {
+                let slot = labels.iter().position(|(t, _)| *t == target_id.as_str());
+                match (label.as_deref().filter(|l| !l.is_empty()), slot) {
+                    (Some(label), Some(i)) => labels[i].1 = label,
+                    (Some(label), None) => labels.push((target_id, label)),
+                    (None, Some(i)) => {
+                        labels.remove(i);
+                    }
+                    (None, None) => {}
+                }
+            }
+        }
+        for (target_id, label) in labels {
+            if !new.index.contains_key(target_id) {
+                continue;
+            }
+            let id = new_entry_id(|c| new.index.contains_key(c));
+            let entry = SessionEntry {
+                id: id.clone(),
+                parent_id: new.leaf_id().map(str::to_owned),
+                timestamp: now_iso(),
+                kind: EntryKind::Label {
+                    target_id: target_id.to_owned(),
+                    label: Some(label.to_owned()),
+                },
+                extra: serde_json::Map::new(),
+            };
+            new.push(entry);
+        }
+        if new.has_assistant && new.path.is_some() {
+            new.write_whole_file()?;
+        }
+        Ok(new)
+    }
+}
+
+fn new_header(cwd: &Path, parent_session: Option<String>) -> (SessionHeader, time::OffsetDateTime) {
+    let created = time::OffsetDateTime::now_utc();
+    let header = SessionHeader {
+        version: CURRENT_VERSION,
+        id: uuid::Uuid::now_v7().to_string(),
+        timestamp: paths::iso_timestamp(created),
+        cwd: cwd.to_string_lossy().into_owned(),
+        parent_session,
+        extra: serde_json::Map::new(),
+    };
+    (header, created)
+}
+
+fn now_iso() -> String {
+    paths::iso_timestamp(time::OffsetDateTime::now_utc())
+}
+
+/// The first 8 hex digits of a random UUID, unique by `taken`; the full UUID after 100
+/// collisions.
+pub(crate) fn new_entry_id(taken: impl Fn(&str) -> bool) -> String {
+    for _ in 0..100 {
+        let mut id = uuid::Uuid::new_v4().simple().to_string();
+        id.truncate(8);
+        if !taken(&id) {
+            return id;
+        }
+    }
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn is_assistant(entry: &SessionEntry) -> bool {
+    matches!(entry.message(), Some(AgentMessage::Assistant(_)))
+}
+
+/// What an entry contributes to the model's context.
+fn context_message(entry: &SessionEntry) -> Option<AgentMessage> {
+    match &entry.kind {
+        EntryKind::Message { message } => Some(message.clone()),
+        EntryKind::CustomMessage {
+            custom_type,
+            content,
+            display,
+            details,
+        } => Some(AgentMessage::Custom(CustomMessage {
+            custom_type: custom_type.clone(),
+            content: content.clone(),
+            display: *display,
+            details: details.clone(),
+            timestamp: iso_to_ms(&entry.timestamp),
+        })),
+        EntryKind::BranchSummary {
+            from_id, summary, ..
+        } if !summary.is_empty() => Some(AgentMessage::BranchSummary(BranchSummaryMessage {
+            summary: summary.clone(),
+            from_id: from_id.clone(),
+            timestamp: iso_to_ms(&entry.timestamp),
+        })),
+        _ => None,
+    }
+}
+
+/// Text blocks joined with "".
+fn user_text(content: &UserContent) -> String {
+    match content {
+        UserContent::Text(text) => text.clone(),
+        UserContent::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                UserContentBlock::Text(t) => Some(t.text.as_str()),
+                UserContentBlock::Image(_) => None,
+            })
+            .collect(),
+    }
+}
+
+/// Milliseconds since the epoch of an ISO timestamp; 0 if it does not parse.
+fn iso_to_ms(iso: &str) -> i64 {
+    time::OffsetDateTime::parse(iso, &time::format_description::well_known::Rfc3339)
+        .map(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
+        .unwrap_or(0)
+}
+
+/// Takes the advisory write lock without waiting.
+fn lock(file: &File, path: &Path) -> Result<(), StoreError> {
+    use rustix::fs::{FlockOperation, flock};
+    match flock(file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(()),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => {
+            Err(StoreError::SessionLocked(path.to_path_buf()))
+        }
+        Err(e) => Err(StoreError::Io {
+            path: path.to_path_buf(),
+            source: e.into(),
+        }),
+    }
+}
+
+/// Replaces `path` by a file holding `lines`, atomically (temp file in the same directory,
+/// then rename), and returns it opened for appending with the lock held.
+fn replace_file(path: &Path, lines: &[String]) -> Result<File, StoreError> {
+    let io_err = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let temp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.unwrap_or_default(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(io_err)?;
+        lock(&file, path)?;
+        let mut content = lines.join("\n");
+        content.push('\n');
+        file.write_all(content.as_bytes()).map_err(io_err)?;
+        file.sync_all().map_err(io_err)?;
+        std::fs::rename(&temp, path).map_err(io_err)?;
+        Ok(file)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests;
