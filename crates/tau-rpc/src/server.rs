@@ -16,10 +16,11 @@ use tokio::sync::{mpsc, oneshot};
 use crate::framing::LineReader;
 use crate::parse::{Inbound, parse_line};
 use crate::wire::{
-    CycleModelData, Disposition, HostToolsData, IntegrationModel, IntegrationsData,
-    LastAssistantTextData, MessagesData, ModelsData, PromptData, QueueData, Ready, Response,
-    RpcCommand, RpcSessionState, StreamingBehavior, ThinkingLevelData, ThinkingLevelsData,
-    TodosData,
+    CancelledData, ContextUsage, CycleModelData, Disposition, EntriesData, ForkData, ForkMessage,
+    ForkMessagesData, HostToolsData, IntegrationModel, IntegrationsData, LastAssistantTextData,
+    MessagesData, ModelsData, PathData, PromptData, QueueData, Ready, Response, RpcCommand,
+    RpcSessionState, SessionStats, StreamingBehavior, ThinkingLevelData, ThinkingLevelsData,
+    TodosData, TokenTotals, TreeData,
 };
 
 /// Capacity of the queue to the stdout writer, in records.
@@ -320,20 +321,67 @@ impl RpcServer {
             RpcCommand::Prompt(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::Abort(_) => {
                 fail(id, name, "prompts are dispatched before this point")
             }
-            RpcCommand::NewSession(_)
-            | RpcCommand::Compact(_)
-            | RpcCommand::Bash(_)
-            | RpcCommand::GetSessionStats(_)
-            | RpcCommand::ExportHtml(_)
-            | RpcCommand::SwitchSession(_)
-            | RpcCommand::Fork(_)
-            | RpcCommand::Clone(_)
-            | RpcCommand::GetForkMessages(_)
-            | RpcCommand::Branch(_)
-            | RpcCommand::GetBranchMessages(_)
-            | RpcCommand::GetCommands(_)
-            | RpcCommand::GetEntries(_)
-            | RpcCommand::GetTree(_) => fail(id, name, format!("Not implemented yet: {name}")),
+            RpcCommand::NewSession(c) => {
+                session.new_session(c.parent_session).await;
+                ok(id, name, &CancelledData { cancelled: false })
+            }
+            RpcCommand::SwitchSession(c) => match session.switch_session(&c.session_path).await {
+                Ok(()) => ok(id, name, &CancelledData { cancelled: false }),
+                Err(err) => fail(id, name, err),
+            },
+            RpcCommand::Fork(c) => match session.fork(&c.entry_id).await {
+                Ok(text) => ok(
+                    id,
+                    name,
+                    &ForkData {
+                        text,
+                        cancelled: false,
+                    },
+                ),
+                Err(err) => fail(id, name, err),
+            },
+            RpcCommand::Branch(c) => match session.branch(&c.entry_id).await {
+                Ok(text) => ok(
+                    id,
+                    name,
+                    &ForkData {
+                        text,
+                        cancelled: false,
+                    },
+                ),
+                Err(err) => fail(id, name, err),
+            },
+            RpcCommand::Clone(_) => match session.clone_session().await {
+                Ok(()) => ok(id, name, &CancelledData { cancelled: false }),
+                Err(err) => fail(id, name, err),
+            },
+            RpcCommand::GetForkMessages(_) | RpcCommand::GetBranchMessages(_) => ok(
+                id,
+                name,
+                &ForkMessagesData {
+                    messages: session
+                        .fork_messages()
+                        .into_iter()
+                        .map(|(entry_id, text)| ForkMessage { entry_id, text })
+                        .collect(),
+                },
+            ),
+            RpcCommand::GetEntries(c) => match session.entries_json(c.since.as_deref()) {
+                Ok((entries, leaf_id)) => ok(id, name, &EntriesData { entries, leaf_id }),
+                Err(err) => fail(id, name, err),
+            },
+            RpcCommand::GetTree(_) => {
+                let (tree, leaf_id) = session.tree_json();
+                tree_response(id, name, &tree, leaf_id)
+            }
+            RpcCommand::GetSessionStats(_) => ok(id, name, &stats_of(session)),
+            RpcCommand::ExportHtml(c) => match session.export_html(c.output_path.as_deref()) {
+                Ok(path) => ok(id, name, &PathData { path }),
+                Err(err) => fail(id, name, err),
+            },
+            RpcCommand::Compact(_) | RpcCommand::Bash(_) | RpcCommand::GetCommands(_) => {
+                fail(id, name, format!("Not implemented yet: {name}"))
+            }
         }
     }
 }
@@ -350,8 +398,8 @@ fn state_of(session: &AgentSession) -> RpcSessionState {
         session_file: session
             .session_file()
             .map(|p| p.to_string_lossy().into_owned()),
-        session_id: session.session_id().to_string(),
-        session_name: session.session_name().map(str::to_string),
+        session_id: session.session_id(),
+        session_name: session.session_name(),
         auto_compaction_enabled: session.auto_compaction_enabled(),
         auto_retry_enabled: session.auto_retry_enabled(),
         message_count: session.message_count(),
@@ -359,6 +407,57 @@ fn state_of(session: &AgentSession) -> RpcSessionState {
         queued_message_count: session.queued_message_count(),
         todo_phases: session.todo_phases().to_vec(),
     }
+}
+
+fn stats_of(session: &AgentSession) -> SessionStats {
+    let stats = session.stats();
+    SessionStats {
+        session_file: session
+            .session_file()
+            .map(|p| p.to_string_lossy().into_owned()),
+        session_id: session.session_id(),
+        user_messages: stats.user_messages,
+        assistant_messages: stats.assistant_messages,
+        tool_calls: stats.tool_calls,
+        tool_results: stats.tool_results,
+        total_messages: stats.total_messages,
+        tokens: TokenTotals {
+            input: stats.input,
+            output: stats.output,
+            cache_read: stats.cache_read,
+            cache_write: stats.cache_write,
+            total: stats.input + stats.output + stats.cache_read + stats.cache_write,
+        },
+        cost: stats.cost,
+        context_usage: stats
+            .context_usage
+            .map(|(tokens, context_window)| ContextUsage {
+                tokens,
+                context_window,
+                percent: tokens.map(|t| t as f64 / context_window as f64 * 100.0),
+            }),
+        premium_requests: None,
+    }
+}
+
+/// `get_tree`'s response with the tree spliced in as pre-rendered JSON: a tree thousands of
+/// levels deep cannot pass through `serde_json::Value` (recursion limits both ways).
+fn tree_response(id: Option<Value>, command: &str, tree: &str, leaf_id: Option<String>) -> Vec<u8> {
+    let mut line = ok(
+        id,
+        command,
+        &TreeData {
+            tree: Vec::new(),
+            leaf_id,
+        },
+    );
+    // `data` is the last member of a success line, so the last occurrence is the one.
+    let marker = br#""data":{"tree":[]"#;
+    if let Some(at) = line.windows(marker.len()).rposition(|w| w == marker) {
+        let empty = at + marker.len() - 2;
+        line.splice(empty..empty + 2, tree.bytes());
+    }
+    line
 }
 
 fn ok<T: Serialize>(id: Option<Value>, command: &str, data: &T) -> Vec<u8> {

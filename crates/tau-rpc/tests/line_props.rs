@@ -144,8 +144,15 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
             scope: Vec::new(),
             warnings: Vec::new(),
         };
-        let session =
-            AgentSession::new(config, Settings::default(), registry, startup, sink.clone());
+        let store = tau_session::store::SessionStore::in_memory(dir.path());
+        let session = AgentSession::new(
+            config,
+            Settings::default(),
+            registry,
+            startup,
+            store,
+            sink.clone(),
+        );
         let mut server = RpcServer::new(session, sink, "0.0.0");
         for line in LineReader::new(input) {
             server.handle_line(&line.unwrap()).await;

@@ -8,6 +8,7 @@ use futures_util::future::BoxFuture;
 use tau_agent::{AgentEvent, AgentMessage, QueueMode, RunHost, convert_to_llm};
 use tau_ai::Message;
 
+use crate::store::{SessionStore, StoreError};
 use crate::{EventSink, SessionEvent};
 
 /// A queued user message and the text reported for it in `queue_update`.
@@ -37,19 +38,43 @@ impl State {
     }
 }
 
-/// Shared conversation state.
-#[derive(Debug, Default)]
+/// Shared conversation state, and the session file every finished message is appended to.
+#[derive(Debug)]
 pub(crate) struct Conversation {
     state: Mutex<State>,
+    store: Mutex<SessionStore>,
 }
 
 impl Conversation {
+    pub fn new(store: SessionStore) -> Self {
+        Self {
+            state: Mutex::default(),
+            store: Mutex::new(store),
+        }
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave the vectors half-updated in a way
         // that matters more than losing the conversation, so poisoning is ignored.
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The session store. Never held together with [`Conversation::lock`] in the other
+    /// order: state first, then store.
+    pub fn store(&self) -> MutexGuard<'_, SessionStore> {
+        self.store
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Appends an entry, logging a failure: a full disk must not end the conversation, and
+    /// the entry stays in memory for the rest of the session.
+    pub fn persist<T>(&self, append: impl FnOnce(&mut SessionStore) -> Result<T, StoreError>) {
+        if let Err(err) = append(&mut self.store()) {
+            tracing::error!("cannot write the session file: {err}");
+        }
     }
 }
 
@@ -94,7 +119,9 @@ impl RunHost for Host {
     }
 
     fn push_message(&self, message: AgentMessage) {
-        self.conversation.lock().messages.push(message);
+        self.conversation.lock().messages.push(message.clone());
+        self.conversation
+            .persist(|store| store.append_message(message));
     }
 
     fn llm_context(&self) -> Vec<Message> {

@@ -1,6 +1,6 @@
 //! One conversation and everything it owns: settings, the current model and thinking level,
-//! queue and interrupt modes, todos, host tools, and the outbound event sink. The session
-//! store, compaction, retry and resources join it in later issues.
+//! queue and interrupt modes, todos, host tools, the outbound event sink, and the session
+//! store (pi's JSONL files). Compaction, retry and resources join it in later issues.
 
 mod conversation;
 mod events;
@@ -11,9 +11,11 @@ mod outbound;
 pub mod paths;
 mod session;
 pub mod settings;
+mod startup;
 pub mod store;
 pub mod system_prompt;
 mod todos;
+pub mod tokens;
 
 pub use events::{CompactionReason, CompactionResult, SessionEvent, TodoReminderItem};
 pub use host_tools::{
@@ -22,8 +24,11 @@ pub use host_tools::{
 };
 pub use models::{StartupModel, resolve_startup_model};
 pub use outbound::{EventSink, Outbound};
-pub use session::{AgentSession, Launch, PromptOutcome, QueueAs, SessionConfig, SessionError};
+pub use session::{
+    AgentSession, Launch, PromptOutcome, QueueAs, SessionConfig, SessionError, SessionStats,
+};
 pub use settings::Settings;
+pub use startup::{SessionChoice, session_dir, startup_store};
 pub use todos::{TodoItem, TodoPhase, TodoStatus};
 
 /// Names of the built-in tools; host tools may not reuse them.

@@ -1,6 +1,6 @@
 //! [`AgentSession`]: one conversation, its settings and model, and the runs that stream in it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tau_agent::{AgentMessage, InterruptMode, QueueMode, RunSpec};
@@ -12,10 +12,14 @@ use tokio::task::JoinHandle;
 
 use crate::conversation::{Conversation, Host, Queued};
 use crate::models::supported_levels;
+use crate::store::SessionStore;
 use crate::{
     BUILTIN_TOOL_NAMES, EventSink, HostToolDefinition, HostToolError, HostToolRegistry,
     SessionEvent, Settings, StartupModel, TodoPhase, paths,
 };
+
+mod files;
+pub use files::SessionStats;
 
 /// How a session is set up at startup (from the command line and the environment).
 #[derive(Debug, Clone)]
@@ -74,6 +78,9 @@ pub enum SessionError {
         "No API key found for {0}.\n\nSet the provider's API key environment variable, add it to auth.json, or pass --api-key together with --model."
     )]
     NoApiKey(String),
+    /// A session-file operation failed; the text is the client's error message.
+    #[error("{0}")]
+    Store(String),
     /// A configured key could not be produced (a failing `!command`, an OAuth entry, …).
     #[error("{0}")]
     Credentials(String),
@@ -127,9 +134,6 @@ pub struct AgentSession {
     context_files: Vec<(PathBuf, String)>,
     /// `--models` / `enabledModels`, for `cycle_model`.
     scope: Vec<ScopedModel>,
-    session_id: String,
-    session_file: Option<PathBuf>,
-    session_name: Option<String>,
     model: Option<Model>,
     thinking_level: ThinkingLevel,
     auto_compaction: bool,
@@ -148,28 +152,18 @@ impl AgentSession {
         settings: Settings,
         registry: Registry,
         startup: StartupModel,
+        store: SessionStore,
         events: EventSink,
     ) -> Self {
-        let session_id = uuid::Uuid::now_v7().to_string();
-        let session_file = (!config.no_session).then(|| {
-            let dir = config
-                .session_dir
-                .clone()
-                .or_else(|| settings.session_dir().map(|d| paths::expand_tilde(&d)))
-                .unwrap_or_else(|| paths::default_session_dir(&config.agent_dir, &config.cwd));
-            dir.join(paths::session_file_name(
-                time::OffsetDateTime::now_utc(),
-                &session_id,
-            ))
-        });
-        let conversation = Arc::new(Conversation::default());
+        let resumed = !store.entries().is_empty();
+        let conversation = Arc::new(Conversation::new(store));
         {
             let mut state = conversation.lock();
             state.steering_mode = settings.steering_mode();
             state.follow_up_mode = settings.follow_up_mode();
             state.interrupt_mode = settings.interrupt_mode();
         }
-        Self {
+        let mut session = Self {
             conversation,
             client: None,
             active: None,
@@ -185,29 +179,38 @@ impl AgentSession {
             events,
             registry,
             scope: startup.scope,
-            session_id,
-            session_file,
-            session_name: config.name.clone(),
             config,
             model: startup.model,
             thinking_level: startup.thinking_level,
             todo_phases: Vec::new(),
             host_tools: HostToolRegistry::default(),
             locale: None,
+        };
+        if resumed {
+            session.restore_from_store();
+        } else {
+            session.record_start();
         }
+        if let Some(name) = session.config.name.clone() {
+            session
+                .conversation
+                .persist(|store| store.append_session_info(&name));
+        }
+        session
     }
 
     pub fn settings(&self) -> &Settings {
         &self.settings
     }
-    pub fn session_id(&self) -> &str {
-        &self.session_id
+    pub fn session_id(&self) -> String {
+        self.conversation.store().session_id().to_string()
     }
-    pub fn session_file(&self) -> Option<&PathBuf> {
-        self.session_file.as_ref()
+    /// Where the session is (or will be) written; `None` with `--no-session`.
+    pub fn session_file(&self) -> Option<PathBuf> {
+        self.conversation.store().file_path().map(Path::to_path_buf)
     }
-    pub fn session_name(&self) -> Option<&str> {
-        self.session_name.as_deref()
+    pub fn session_name(&self) -> Option<String> {
+        self.conversation.store().session_name().map(str::to_string)
     }
     pub fn model(&self) -> Option<&Model> {
         self.model.as_ref()
@@ -304,7 +307,8 @@ impl AgentSession {
         if name.is_empty() {
             return Err(SessionError::EmptySessionName);
         }
-        self.session_name = Some(name.to_string());
+        self.conversation
+            .persist(|store| store.append_session_info(name));
         self.events
             .emit(SessionEvent::SessionInfoChanged {
                 name: Some(name.to_string()),
@@ -435,6 +439,8 @@ impl AgentSession {
                 self.settings.default_thinking_level()
             }
         });
+        self.conversation
+            .persist(|store| store.append_model_change(&model.provider, &model.id));
         self.model = Some(model);
         self.apply_thinking_level(requested).await;
     }
@@ -464,6 +470,8 @@ impl AgentSession {
         let effective = clamp_thinking_level(requested, &supported_levels(self.model.as_ref()));
         if effective != self.thinking_level {
             self.thinking_level = effective;
+            self.conversation
+                .persist(|store| store.append_thinking_level_change(effective.as_str()));
             self.events
                 .emit(SessionEvent::ThinkingLevelChanged { level: effective })
                 .await;
@@ -584,7 +592,7 @@ impl AgentSession {
                 api_key,
                 headers,
                 reasoning: Some(self.thinking_level),
-                session_id: Some(self.session_id.clone()),
+                session_id: Some(self.session_id()),
                 ..StreamOptions::default()
             },
         };

@@ -9,7 +9,10 @@ use std::process::ExitCode;
 
 use tau_ai::registry::Registry;
 use tau_rpc::ExitReason;
-use tau_session::{AgentSession, SessionConfig, Settings, paths, resolve_startup_model};
+use tau_session::{
+    AgentSession, SessionChoice, SessionConfig, Settings, paths, resolve_startup_model,
+    startup_store,
+};
 
 use crate::cli::{Invocation, RpcOptions};
 
@@ -94,6 +97,13 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
     let mut registry = Registry::from_process_env(&agent_dir);
     let startup = resolve_startup_model(&mut registry, &config, &settings)
         .map_err(|message| anyhow::anyhow!(message))?;
+    let choice = match (&options.cli.session, options.cli.r#continue) {
+        (Some(arg), _) => SessionChoice::Open(arg.clone()),
+        (None, true) => SessionChoice::Continue,
+        (None, false) => SessionChoice::New,
+    };
+    let store =
+        startup_store(&config, &settings, &choice).map_err(|message| anyhow::anyhow!(message))?;
     for warning in &startup.warnings {
         tracing::warn!("{warning}");
     }
@@ -118,7 +128,7 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         protocol_out,
         env!("CARGO_PKG_VERSION"),
         shape,
-        |sink| AgentSession::new(config, settings, registry, startup, sink),
+        |sink| AgentSession::new(config, settings, registry, startup, store, sink),
         signals.first(),
     ));
     if matches!(reason, ExitReason::Signal(_)) {

@@ -1,0 +1,86 @@
+//! Which session a starting tau works in (rpc.md §7.7): `--no-session`, `--session <path|id>`,
+//! `--continue`, or a new one in the session directory.
+
+use std::path::{Path, PathBuf};
+
+use crate::store::{SessionStore, find_by_id_prefix, most_recent_in};
+use crate::{SessionConfig, Settings, paths};
+
+/// How the command line asked to pick the session.
+#[derive(Debug, Clone, Default)]
+pub enum SessionChoice {
+    /// A new session (the default).
+    #[default]
+    New,
+    /// `--continue`: the most recently modified session of this directory, else a new one.
+    Continue,
+    /// `--session <path|id prefix>`.
+    Open(String),
+}
+
+/// The session directory and whether it is a custom one (used flat, filtered by `cwd`).
+pub fn session_dir(config: &SessionConfig, settings: &Settings) -> (PathBuf, bool) {
+    match config
+        .session_dir
+        .clone()
+        .or_else(|| settings.session_dir().map(|d| paths::expand_tilde(&d)))
+    {
+        Some(dir) => (dir, true),
+        None => (
+            paths::default_session_dir(&config.agent_dir, &config.cwd),
+            false,
+        ),
+    }
+}
+
+/// Opens or creates the session to start in. Errors are the CLI's messages.
+pub fn startup_store(
+    config: &SessionConfig,
+    settings: &Settings,
+    choice: &SessionChoice,
+) -> Result<SessionStore, String> {
+    if config.no_session {
+        return Ok(SessionStore::in_memory(&config.cwd));
+    }
+    let (dir, custom) = session_dir(config, settings);
+    // Created eagerly, as pi does, so a host can watch it from the start.
+    if let Err(err) = std::fs::create_dir_all(&dir) {
+        tracing::warn!(
+            "cannot create the session directory {}: {err}",
+            dir.display()
+        );
+    }
+    let filter = custom.then_some(config.cwd.as_path());
+    let open = |path: &Path| SessionStore::open(path).map_err(|e| e.to_string());
+    match choice {
+        SessionChoice::New => Ok(SessionStore::create(&dir, &config.cwd, None)),
+        SessionChoice::Continue => match most_recent_in(&dir, filter) {
+            Some(path) => open(&path),
+            None => Ok(SessionStore::create(&dir, &config.cwd, None)),
+        },
+        SessionChoice::Open(arg) => {
+            if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
+                let path = config.cwd.join(paths::expand_tilde(arg));
+                return if path.exists() {
+                    open(&path)
+                } else {
+                    Ok(SessionStore::create_at(path, &config.cwd, None))
+                };
+            }
+            // This project first, then every project's sessions. pi asks on the terminal
+            // before taking a session of another project; RPC mode cannot ask, and the host
+            // named the session, so tau opens it.
+            let found = find_by_id_prefix(&dir, arg, filter).or_else(|| {
+                let all = config.agent_dir.join("sessions");
+                let projects = std::fs::read_dir(all).ok()?;
+                projects
+                    .filter_map(Result::ok)
+                    .find_map(|project| find_by_id_prefix(&project.path(), arg, None))
+            });
+            match found {
+                Some(path) => open(&path),
+                None => Err(format!("No session found matching '{arg}'")),
+            }
+        }
+    }
+}
