@@ -16,6 +16,11 @@ pub enum SessionChoice {
     Continue,
     /// `--session <path|id prefix>`.
     Open(String),
+    /// `--session-id <id>`: the session of this directory with exactly that id, else a new
+    /// one with it.
+    WithId(String),
+    /// `--fork <path|id prefix>`: a copy of that session, made in this directory.
+    Fork(String),
 }
 
 /// The session directory and whether it is a custom one (used flat, filtered by `cwd`).
@@ -58,29 +63,56 @@ pub fn startup_store(
             Some(path) => open(&path),
             None => Ok(SessionStore::create(&dir, &config.cwd, None)),
         },
-        SessionChoice::Open(arg) => {
-            if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
-                let path = config.cwd.join(paths::expand_tilde(arg));
-                return if path.exists() {
-                    open(&path)
-                } else {
-                    Ok(SessionStore::create_at(path, &config.cwd, None))
-                };
-            }
-            // This project first, then every project's sessions. pi asks on the terminal
-            // before taking a session of another project; RPC mode cannot ask, and the host
-            // named the session, so tau opens it.
-            let found = find_by_id_prefix(&dir, arg, filter).or_else(|| {
-                let all = config.agent_dir.join("sessions");
-                let projects = std::fs::read_dir(all).ok()?;
-                projects
-                    .filter_map(Result::ok)
-                    .find_map(|project| find_by_id_prefix(&project.path(), arg, None))
+        SessionChoice::WithId(id) => {
+            let exact = std::fs::read_dir(&dir).ok().and_then(|files| {
+                files.filter_map(Result::ok).map(|f| f.path()).find(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.ends_with(&format!("_{id}.jsonl")))
+                })
             });
-            match found {
+            match exact {
                 Some(path) => open(&path),
-                None => Err(format!("No session found matching '{arg}'")),
+                None => Ok(SessionStore::create_with_id(&dir, &config.cwd, id)),
             }
         }
+        SessionChoice::Open(arg) => {
+            let path = locate(config, &dir, filter, arg)?;
+            if path.exists() {
+                open(&path)
+            } else {
+                Ok(SessionStore::create_at(path, &config.cwd, None))
+            }
+        }
+        SessionChoice::Fork(arg) => {
+            let path = locate(config, &dir, filter, arg)?;
+            let source = open(&path)?;
+            source
+                .copied_to(&dir, &config.cwd)
+                .map_err(|e| e.to_string())
+        }
     }
+}
+
+/// A session named by path (anything with a separator or ending in `.jsonl`; it need not
+/// exist) or by id prefix: this project first, then every project's sessions. pi asks on the
+/// terminal before taking a session of another project; RPC mode cannot ask, and the host
+/// named the session, so tau takes it.
+fn locate(
+    config: &SessionConfig,
+    dir: &Path,
+    filter: Option<&Path>,
+    arg: &str,
+) -> Result<PathBuf, String> {
+    if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
+        return Ok(config.cwd.join(paths::expand_tilde(arg)));
+    }
+    find_by_id_prefix(dir, arg, filter)
+        .or_else(|| {
+            let projects = std::fs::read_dir(config.agent_dir.join("sessions")).ok()?;
+            projects
+                .filter_map(Result::ok)
+                .find_map(|project| find_by_id_prefix(&project.path(), arg, None))
+        })
+        .ok_or_else(|| format!("No session found matching '{arg}'"))
 }

@@ -247,11 +247,29 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Str
                 .to_string(),
         );
     }
+    if let Some(id) = &cli.session_id
+        && !valid_session_id(id)
+    {
+        return Err(format!(
+            "Invalid --session-id '{id}': use letters, digits, '.', '_' and '-', starting and ending with a letter or digit"
+        ));
+    }
     Ok(Invocation::Rpc(Box::new(RpcOptions {
         cli,
         thinking,
         name,
     })))
+}
+
+/// pi's rule: `^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$`; the id becomes part of a file
+/// name.
+fn valid_session_id(id: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    edge(id.chars().next())
+        && edge(id.chars().last())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 fn clap_error(err: clap::Error) -> Result<Invocation, String> {

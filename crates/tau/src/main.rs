@@ -104,10 +104,18 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
     let mut registry = Registry::from_process_env(&agent_dir);
     let startup = resolve_startup_model(&mut registry, &config, &settings)
         .map_err(|message| anyhow::anyhow!(message))?;
-    let choice = match (&options.cli.session, options.cli.r#continue) {
-        (Some(arg), _) => SessionChoice::Open(arg.clone()),
-        (None, true) => SessionChoice::Continue,
-        (None, false) => SessionChoice::New,
+    // The CLI has already refused combinations of these.
+    let cli = &options.cli;
+    let choice = if let Some(arg) = &cli.session {
+        SessionChoice::Open(arg.clone())
+    } else if let Some(id) = &cli.session_id {
+        SessionChoice::WithId(id.clone())
+    } else if let Some(arg) = &cli.fork {
+        SessionChoice::Fork(arg.clone())
+    } else if cli.r#continue {
+        SessionChoice::Continue
+    } else {
+        SessionChoice::New
     };
     let store =
         startup_store(&config, &settings, &choice).map_err(|message| anyhow::anyhow!(message))?;

@@ -80,6 +80,31 @@ impl SessionStore {
         Self::empty(header, Some(path))
     }
 
+    /// A new session in `dir` with the caller's id (`--session-id`).
+    pub fn create_with_id(dir: &Path, cwd: &Path, id: &str) -> Self {
+        let (mut header, created) = new_header(cwd, None);
+        header.id = id.to_owned();
+        let path = dir.join(paths::session_file_name(created, &header.id));
+        Self::empty(header, Some(path))
+    }
+
+    /// `--fork <file>`: a new session in `dir` for `cwd` holding every entry of this one (the
+    /// whole tree, ids kept), `parentSession` = this file. Written at once when it holds a
+    /// reply.
+    pub fn copied_to(&self, dir: &Path, cwd: &Path) -> Result<SessionStore, StoreError> {
+        let parent = self.path.as_ref().map(|p| p.to_string_lossy().into_owned());
+        let mut new = SessionStore::create(dir, cwd, parent);
+        for entry in &self.entries {
+            new.has_assistant |= is_assistant(entry);
+            new.push(entry.clone());
+        }
+        new.leaf = self.leaf;
+        if new.has_assistant {
+            new.write_whole_file()?;
+        }
+        Ok(new)
+    }
+
     /// A session that is never written (`--no-session`).
     pub fn in_memory(cwd: &Path) -> Self {
         let (header, _) = new_header(cwd, None);

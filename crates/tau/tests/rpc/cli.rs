@@ -114,3 +114,15 @@ fn pi_options_are_accepted() {
     assert_eq!(lines.len(), 2, "{text}");
     assert!(lines[1].contains(r#""id":"s""#) && lines[1].contains(r#""sessionName":"x""#));
 }
+
+#[test]
+fn session_ids_must_be_file_name_safe() {
+    fails_with(
+        &["--mode", "rpc", "--session-id", "bad."],
+        "Invalid --session-id 'bad.': use letters, digits, '.', '_' and '-', starting and ending with a letter or digit",
+    );
+    fails_with(
+        &["--mode", "rpc", "--session", "no-such-id"],
+        "No session found matching 'no-such-id'",
+    );
+}

@@ -329,3 +329,61 @@ fn get_integrations_reports_the_model_from_configuration() {
         json!({"state": "connected", "provider": "local"})
     );
 }
+
+fn hand_written_session(cwd: &str) -> String {
+    let lines = [
+        json!({"type": "session", "version": 3, "id": "src-session", "timestamp": "2026-11-22T00:00:00.000Z", "cwd": cwd}),
+        json!({"type": "message", "id": "aaaa0001", "parentId": null, "timestamp": "2026-11-22T00:00:01.000Z",
+               "message": {"role": "user", "content": [{"type": "text", "text": "first question"}], "timestamp": 1}}),
+        json!({"type": "message", "id": "aaaa0002", "parentId": "aaaa0001", "timestamp": "2026-11-22T00:00:02.000Z",
+               "message": {"role": "assistant", "content": [{"type": "text", "text": "first answer"}],
+                           "api": "openai-completions", "provider": "mock", "model": "mock-1",
+                           "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                           "stopReason": "stop", "timestamp": 2}}),
+    ];
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+#[test]
+fn fork_flag_copies_a_session_into_this_directory() {
+    let mut t = tau()
+        .cwd_file(
+            "source.jsonl",
+            hand_written_session("/nonexistent-elsewhere"),
+        )
+        .arg("--fork")
+        .arg("source.jsonl")
+        .spawn();
+    let state = t.request(json!({"type": "get_state"}))["data"].clone();
+    let messages = t.request(json!({"type": "get_messages"}))["data"]["messages"].clone();
+    assert_eq!(messages.as_array().map(Vec::len), Some(2), "{messages}");
+    assert_eq!(messages[0]["content"][0]["text"], "first question");
+    assert_ne!(state["sessionId"], "src-session");
+    // A session with a reply is written at once, with the source as its parent.
+    let file = state["sessionFile"].as_str().unwrap();
+    let text = std::fs::read_to_string(file).unwrap();
+    let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert!(
+        header["parentSession"]
+            .as_str()
+            .unwrap()
+            .ends_with("source.jsonl"),
+        "{header}"
+    );
+    assert_eq!(header["cwd"], t.cwd().to_string_lossy().as_ref());
+    assert!(text.contains("\"id\":\"aaaa0002\""), "entry ids are kept");
+}
+
+#[test]
+fn session_id_flag_names_the_session() {
+    let mut t = tau().arg("--session-id").arg("my-run.1").spawn();
+    let state = t.request(json!({"type": "get_state"}))["data"].clone();
+    assert_eq!(state["sessionId"], "my-run.1");
+    assert!(
+        state["sessionFile"]
+            .as_str()
+            .unwrap()
+            .ends_with("_my-run.1.jsonl")
+    );
+}
