@@ -40,6 +40,45 @@ impl Record {
     }
 }
 
+/// The temporary directories of a tau process. Cloning shares them: they are removed when the
+/// last holder is dropped, so a later process can reuse the agent directory, HOME and working
+/// directory of an earlier one (`--continue`, two processes on one session file).
+#[derive(Clone)]
+pub struct Dirs {
+    pub agent_dir: Arc<TempDir>,
+    pub home: Arc<TempDir>,
+    pub cwd: Arc<TempDir>,
+}
+
+impl Dirs {
+    /// Three fresh temporary directories.
+    pub fn new() -> Self {
+        Self {
+            agent_dir: Arc::new(tempfile::tempdir().expect("temp agent dir")),
+            home: Arc::new(tempfile::tempdir().expect("temp home")),
+            cwd: Arc::new(tempfile::tempdir().expect("temp cwd")),
+        }
+    }
+
+    pub fn agent_dir(&self) -> &Path {
+        self.agent_dir.path()
+    }
+
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    pub fn cwd(&self) -> &Path {
+        self.cwd.path()
+    }
+}
+
+impl Default for Dirs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Prepares a tau process.
 pub struct TauBuilder {
     bin: PathBuf,
@@ -47,6 +86,7 @@ pub struct TauBuilder {
     env: Vec<(String, String)>,
     agent_files: Vec<(PathBuf, Vec<u8>)>,
     cwd_files: Vec<(PathBuf, Vec<u8>)>,
+    dirs: Option<Dirs>,
 }
 
 impl TauBuilder {
@@ -58,7 +98,15 @@ impl TauBuilder {
             env: Vec::new(),
             agent_files: Vec::new(),
             cwd_files: Vec::new(),
+            dirs: None,
         }
+    }
+
+    /// Runs in these directories (e.g. `earlier.dirs()`) instead of fresh temporary ones.
+    /// Files added with `agent_file`/`cwd_file` are still written (over existing ones).
+    pub fn dirs(mut self, dirs: Dirs) -> Self {
+        self.dirs = Some(dirs);
+        self
     }
 
     /// Replaces the default arguments (`--mode rpc`).
@@ -96,9 +144,11 @@ impl TauBuilder {
 
     /// Starts tau. Panics if the directories or the process cannot be created.
     pub fn spawn(self) -> Tau {
-        let agent_dir = tempfile::tempdir().expect("temp agent dir");
-        let home = tempfile::tempdir().expect("temp home");
-        let cwd = tempfile::tempdir().expect("temp cwd");
+        let Dirs {
+            agent_dir,
+            home,
+            cwd,
+        } = self.dirs.unwrap_or_default();
         for (root, files) in [
             (agent_dir.path(), &self.agent_files),
             (cwd.path(), &self.cwd_files),
@@ -216,9 +266,9 @@ pub struct Tau {
     stdout_closed: bool,
     stderr: Arc<Mutex<Vec<u8>>>,
     next_id: u64,
-    pub agent_dir: TempDir,
-    pub home: TempDir,
-    pub cwd: TempDir,
+    pub agent_dir: Arc<TempDir>,
+    pub home: Arc<TempDir>,
+    pub cwd: Arc<TempDir>,
 }
 
 impl Tau {
@@ -228,6 +278,15 @@ impl Tau {
 
     pub fn cwd(&self) -> &Path {
         self.cwd.path()
+    }
+
+    /// The directories of this process, to start another one in them.
+    pub fn dirs(&self) -> Dirs {
+        Dirs {
+            agent_dir: Arc::clone(&self.agent_dir),
+            home: Arc::clone(&self.home),
+            cwd: Arc::clone(&self.cwd),
+        }
     }
 
     pub fn pid(&self) -> u32 {

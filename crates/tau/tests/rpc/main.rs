@@ -13,6 +13,7 @@ mod commands;
 mod framing;
 mod lifecycle;
 mod models;
+mod sessions;
 mod state;
 
 use tau_test_kit::{Tau, TauBuilder};
