@@ -18,9 +18,9 @@ use crate::parse::{Inbound, parse_line};
 use crate::wire::{
     CancelledData, ContextUsage, CycleModelData, Disposition, EntriesData, ForkData, ForkMessage,
     ForkMessagesData, HostToolsData, IntegrationModel, IntegrationsData, LastAssistantTextData,
-    MessagesData, ModelsData, PathData, PromptData, QueueData, Ready, Response, RpcCommand,
-    RpcSessionState, SessionStats, StreamingBehavior, ThinkingLevelData, ThinkingLevelsData,
-    TodosData, TokenTotals, TreeData,
+    ModelsData, PathData, PromptData, QueueData, Ready, Response, RpcCommand, RpcSessionState,
+    SessionStats, StreamingBehavior, ThinkingLevelData, ThinkingLevelsData, TodosData, TokenTotals,
+    TreeData,
 };
 
 /// Capacity of the queue to the stdout writer, in records.
@@ -209,13 +209,14 @@ impl RpcServer {
                 )
             }
             RpcCommand::GetState(_) => ok(id, name, &state_of(session)),
-            RpcCommand::GetMessages(_) => ok(
-                id,
-                name,
-                &MessagesData {
-                    messages: session.messages(),
-                },
-            ),
+            // Serialised in place: a long session's context is megabytes, not worth a copy.
+            RpcCommand::GetMessages(_) => session.with_messages(|messages| {
+                #[derive(Serialize)]
+                struct Borrowed<'a> {
+                    messages: &'a [tau_agent::AgentMessage],
+                }
+                ok(id, name, &Borrowed { messages })
+            }),
             RpcCommand::GetLastAssistantText(_) => ok(
                 id,
                 name,

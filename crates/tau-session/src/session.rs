@@ -264,6 +264,10 @@ impl AgentSession {
     pub fn messages(&self) -> Vec<AgentMessage> {
         self.conversation.lock().messages.clone()
     }
+    /// Reads the in-memory context without copying it.
+    pub fn with_messages<T>(&self, read: impl FnOnce(&[AgentMessage]) -> T) -> T {
+        read(&self.conversation.lock().messages)
+    }
     /// How many messages the context holds.
     pub fn message_count(&self) -> usize {
         self.conversation.lock().messages.len()

@@ -62,6 +62,9 @@ pub struct SessionStore {
     /// Open (and locked) once the file exists; every later entry is one line written here.
     file: Option<File>,
     has_assistant: bool,
+    /// The opened file ends in a torn line (a crash mid-write): the next line starts with a
+    /// newline so it does not join the fragment.
+    torn_tail: bool,
 }
 
 impl SessionStore {
@@ -120,6 +123,7 @@ impl SessionStore {
             path,
             file: None,
             has_assistant: false,
+            torn_tail: false,
         }
     }
 
@@ -152,6 +156,7 @@ impl SessionStore {
             }
         }
         store.leaf = store.entries.len().checked_sub(1);
+        store.torn_tail = ends_without_newline(&mut file);
         store.file = Some(file);
         Ok(store)
     }
@@ -351,6 +356,13 @@ impl SessionStore {
     fn write_line(&mut self, line: &str) -> Result<(), StoreError> {
         let (Some(file), Some(path)) = (self.file.as_mut(), self.path.as_ref()) else {
             return Ok(());
+        };
+        let fresh;
+        let line = if std::mem::take(&mut self.torn_tail) {
+            fresh = format!("\n{line}");
+            fresh.as_str()
+        } else {
+            line
         };
         // One write of the full line, so a crash leaves at most a torn last line.
         file.write_all(line.as_bytes())
@@ -586,6 +598,18 @@ impl SessionStore {
         }
         Ok(new)
     }
+}
+
+/// True when a non-empty file's last byte is not a newline.
+fn ends_without_newline(file: &mut File) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut last = [0u8; 1];
+    let torn = file.seek(SeekFrom::End(-1)).is_ok()
+        && file.read_exact(&mut last).is_ok()
+        && last[0] != b'\n';
+    // Appends go to the end regardless (append mode); the position only matters for reads.
+    let _ = file.seek(SeekFrom::End(0));
+    torn
 }
 
 fn new_header(cwd: &Path, parent_session: Option<String>) -> (SessionHeader, time::OffsetDateTime) {
