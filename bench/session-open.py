@@ -176,6 +176,10 @@ def measure(cmd, env, cwd, files, runs):
             t2 = time.monotonic()
             switch.append(t1 - t0)
             total.append(t2 - t0)
+            # Untimed: let the process finish whatever the switch left in the background
+            # (tau parses the typed session on another thread) so each round starts idle.
+            p.request({"type": "get_state"})
+            time.sleep(0.05)
         rss = p.peak_rss_mb()
     finally:
         p.close()

@@ -13,6 +13,7 @@ mod message;
 mod model;
 pub mod provider;
 pub mod registry;
+pub mod skim;
 mod stream;
 
 pub use message::{

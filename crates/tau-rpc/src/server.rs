@@ -20,7 +20,6 @@ use crate::wire::{
     ForkMessagesData, HostToolsData, IntegrationModel, IntegrationsData, LastAssistantTextData,
     ModelsData, PathData, PromptData, QueueData, Ready, Response, RpcCommand, RpcSessionState,
     SessionStats, StreamingBehavior, ThinkingLevelData, ThinkingLevelsData, TodosData, TokenTotals,
-    TreeData,
 };
 
 /// Capacity of the queue to the stdout writer, in records.
@@ -160,6 +159,13 @@ impl RpcServer {
 
     /// Runs one command and returns its response line (`None` when already written).
     async fn dispatch(&mut self, id: Option<Value>, command: RpcCommand) -> Option<Vec<u8>> {
+        if let RpcCommand::GetMessages(_) = command
+            && let Some(messages) = self.session.opening_messages_json()
+        {
+            // A session switched to a moment ago: its messages straight from the file.
+            return Some(spliced_response(id, "get_messages", "messages", messages));
+        }
+        self.session.settle();
         let name = command.name();
         match command {
             RpcCommand::Prompt(c) => {
@@ -441,24 +447,29 @@ fn stats_of(session: &AgentSession) -> SessionStats {
     }
 }
 
-/// `get_tree`'s response with the tree spliced in as pre-rendered JSON: a tree thousands of
-/// levels deep cannot pass through `serde_json::Value` (recursion limits both ways).
+/// A success whose `data` is `{"<key>": <json>}` with `json` written as it is: a tree
+/// thousands of levels deep cannot pass through `serde_json::Value` (recursion limits both
+/// ways), and messages read straight from a session file need no second serialisation.
+fn spliced_response(id: Option<Value>, command: &str, key: &str, json: &str) -> Vec<u8> {
+    let mut data = serde_json::Map::new();
+    data.insert(key.to_string(), Value::Array(Vec::new()));
+    let mut line = ok(id, command, &data);
+    // `data` is the last member of a success line, so the last `[]` is the placeholder.
+    let Some(at) = line.windows(2).rposition(|w| w == b"[]") else {
+        tracing::error!("no placeholder in the {command} response");
+        return line;
+    };
+    let mut out = Vec::with_capacity(line.len() + json.len());
+    out.extend_from_slice(&line[..at]);
+    out.extend_from_slice(json.as_bytes());
+    out.extend_from_slice(&line[at + 2..]);
+    out
+}
+
+/// `get_tree`'s response: the tree plus the leaf id.
 fn tree_response(id: Option<Value>, command: &str, tree: &str, leaf_id: Option<String>) -> Vec<u8> {
-    let mut line = ok(
-        id,
-        command,
-        &TreeData {
-            tree: Vec::new(),
-            leaf_id,
-        },
-    );
-    // `data` is the last member of a success line, so the last occurrence is the one.
-    let marker = br#""data":{"tree":[]"#;
-    if let Some(at) = line.windows(marker.len()).rposition(|w| w == marker) {
-        let empty = at + marker.len() - 2;
-        line.splice(empty..empty + 2, tree.bytes());
-    }
-    line
+    let leaf = serde_json::to_string(&leaf_id).unwrap_or_else(|_| "null".into());
+    spliced_response(id, command, "tree", &format!("{tree},\"leafId\":{leaf}"))
 }
 
 fn ok<T: Serialize>(id: Option<Value>, command: &str, data: &T) -> Vec<u8> {

@@ -142,6 +142,8 @@ pub struct AgentSession {
     host_tools: HostToolRegistry,
     /// xcsh's `set_locale`: the language the system prompt asks replies in.
     locale: Option<String>,
+    /// A `switch_session` target still being parsed ([`AgentSession::settle`]).
+    opening: Option<crate::store::DeferredOpen>,
 }
 
 impl AgentSession {
@@ -185,6 +187,7 @@ impl AgentSession {
             todo_phases: Vec::new(),
             host_tools: HostToolRegistry::default(),
             locale: None,
+            opening: None,
         };
         if resumed {
             session.restore_from_store();

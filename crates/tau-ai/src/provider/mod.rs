@@ -13,7 +13,7 @@ mod google;
 mod openai_completions;
 mod openai_responses;
 mod partial_json;
-mod skim;
+
 pub mod sse;
 mod transform;
 

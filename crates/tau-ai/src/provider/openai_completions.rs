@@ -450,7 +450,7 @@ mod wire {
     use serde::Deserialize;
     use serde_json::Value;
 
-    use super::super::skim::{Cursor, Unreadable};
+    use crate::skim::{Cursor, Unreadable};
 
     #[derive(Debug, PartialEq, Deserialize)]
     pub struct Chunk<'a> {

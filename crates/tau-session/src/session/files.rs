@@ -91,6 +91,10 @@ impl AgentSession {
     async fn replace_store(&mut self, store: SessionStore) {
         self.abort().await;
         self.clear_queues().await;
+        self.install(store);
+    }
+
+    fn install(&mut self, store: SessionStore) {
         let resumed = !store.entries().is_empty();
         // The old store is dropped here, which releases its file lock.
         *self.conversation.store() = store;
@@ -100,6 +104,30 @@ impl AgentSession {
         } else {
             self.record_start();
         }
+    }
+
+    /// Completes a `switch_session` whose file is still being parsed: every command but
+    /// `get_messages` calls this first, so they all see the opened session.
+    pub fn settle(&mut self) {
+        let Some(opening) = self.opening.take() else {
+            return;
+        };
+        match opening.finish() {
+            Ok(store) => self.install(store),
+            Err(err) => {
+                // The header was valid and the file locked, so only an I/O failure gets
+                // here; the conversation continues in memory rather than in a broken file.
+                tracing::error!("cannot finish opening the session: {err}");
+                let cwd = self.config.cwd.clone();
+                self.install(SessionStore::in_memory(&cwd));
+            }
+        }
+    }
+
+    /// While a switched-to session is still being parsed: its messages as JSON, straight from
+    /// the file, when they can be served that way.
+    pub fn opening_messages_json(&self) -> Option<&str> {
+        self.opening.as_ref().and_then(|o| o.messages_json())
     }
 
     /// `new_session`: an empty session in the same directory; `parent_session` goes into
@@ -125,8 +153,9 @@ impl AgentSession {
             let cwd = self.config.cwd.clone();
             *self.conversation.store() = SessionStore::in_memory(&cwd);
         }
-        let store = SessionStore::open(&path).map_err(|e| SessionError::Store(e.to_string()))?;
-        let cwd = PathBuf::from(&store.header().cwd);
+        let opening =
+            SessionStore::open_deferred(&path).map_err(|e| SessionError::Store(e.to_string()))?;
+        let cwd = PathBuf::from(&opening.header().cwd);
         if !cwd.is_dir() {
             return Err(SessionError::Store(format!(
                 "Stored session working directory does not exist: {}\nSession file: {}\nCurrent working directory: {}",
@@ -144,7 +173,10 @@ impl AgentSession {
                 );
             }
         }
-        self.replace_store(store).await;
+        self.abort().await;
+        self.clear_queues().await;
+        self.conversation.lock().messages.clear();
+        self.opening = Some(opening);
         Ok(())
     }
 

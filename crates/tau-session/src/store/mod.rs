@@ -2,11 +2,13 @@
 //! creation, one flushed line per entry afterwards, an advisory lock against a second
 //! writer, context rebuilding, fork/clone construction and session discovery.
 
+mod deferred;
 mod discover;
 mod entry;
 mod fast;
 mod load;
 
+pub use deferred::DeferredOpen;
 pub use discover::{find_by_id_prefix, most_recent_in};
 pub use entry::{CURRENT_VERSION, EntryKind, SessionEntry, SessionHeader};
 
@@ -14,7 +16,7 @@ use crate::paths;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use tau_agent::{AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage};
 use tau_ai::{UserContent, UserContentBlock};
@@ -130,22 +132,18 @@ impl SessionStore {
     /// Opens an existing session file for reading and appending, taking its lock. Older
     /// versions are migrated and the file is replaced atomically. The leaf is the last entry.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let io_err = |source| StoreError::Io {
-            path: path.to_path_buf(),
-            source,
+        let (file, bytes) = open_locked(path)?;
+        Self::from_bytes(file, path, bytes)
+    }
+
+    /// The rest of [`SessionStore::open`]: parse `bytes` (the whole file) into a store that
+    /// appends to `file`.
+    pub(crate) fn from_bytes(file: File, path: &Path, bytes: Vec<u8>) -> Result<Self, StoreError> {
+        let loaded = load::read_session(&bytes[..], path)?;
+        let file = match &loaded.rewrite {
+            Some(lines) => replace_file(path, lines)?,
+            None => file,
         };
-        let mut file = match OpenOptions::new().read(true).append(true).open(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(StoreError::NotFound(path.to_path_buf()));
-            }
-            Err(e) => return Err(io_err(e)),
-        };
-        lock(&file, path)?;
-        let loaded = load::read_session(BufReader::with_capacity(256 * 1024, &file), path)?;
-        if let Some(lines) = &loaded.rewrite {
-            file = replace_file(path, lines)?;
-        }
         let mut store = Self::empty(loaded.header, Some(path.to_path_buf()));
         store.entries = loaded.entries;
         store.index.reserve(store.entries.len());
@@ -156,7 +154,7 @@ impl SessionStore {
             }
         }
         store.leaf = store.entries.len().checked_sub(1);
-        store.torn_tail = ends_without_newline(&mut file);
+        store.torn_tail = loaded.rewrite.is_none() && bytes.last().is_some_and(|&b| b != b'\n');
         store.file = Some(file);
         Ok(store)
     }
@@ -600,18 +598,6 @@ impl SessionStore {
     }
 }
 
-/// True when a non-empty file's last byte is not a newline.
-fn ends_without_newline(file: &mut File) -> bool {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut last = [0u8; 1];
-    let torn = file.seek(SeekFrom::End(-1)).is_ok()
-        && file.read_exact(&mut last).is_ok()
-        && last[0] != b'\n';
-    // Appends go to the end regardless (append mode); the position only matters for reads.
-    let _ = file.seek(SeekFrom::End(0));
-    torn
-}
-
 fn new_header(cwd: &Path, parent_session: Option<String>) -> (SessionHeader, time::OffsetDateTime) {
     let created = time::OffsetDateTime::now_utc();
     let header = SessionHeader {
@@ -695,6 +681,26 @@ fn iso_to_ms(iso: &str) -> i64 {
 }
 
 /// Takes the advisory write lock without waiting.
+/// Opens `path` for reading and appending, takes its lock, and reads it whole.
+pub(crate) fn open_locked(path: &Path) -> Result<(File, Vec<u8>), StoreError> {
+    use std::io::Read;
+    let io_err = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = match OpenOptions::new().read(true).append(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(StoreError::NotFound(path.to_path_buf()));
+        }
+        Err(e) => return Err(io_err(e)),
+    };
+    lock(&file, path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(io_err)?;
+    Ok((file, bytes))
+}
+
 fn lock(file: &File, path: &Path) -> Result<(), StoreError> {
     use rustix::fs::{FlockOperation, flock};
     match flock(file, FlockOperation::NonBlockingLockExclusive) {

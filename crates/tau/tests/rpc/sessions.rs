@@ -1327,3 +1327,22 @@ fn pi_079_session_file_through_the_session_flag() {
         projections(&active_branch_messages(&file))
     );
 }
+
+#[test]
+fn messages_right_after_a_switch_equal_the_parsed_ones() {
+    let (_mock, mut t) = setup();
+    let cwd = canonical_cwd(&t);
+    let path = install_fixture("pi-079-main.jsonl", &cwd, &cwd);
+    let expected = active_branch_messages(&lines(&path));
+    ok(
+        &mut t,
+        json!({"type": "switch_session", "sessionPath": path.to_str().unwrap()}),
+    );
+    // Asked at once, the messages come from the file's bytes while it is still parsed.
+    let early = ok(&mut t, json!({"type": "get_messages"}))["messages"].clone();
+    // Any other command waits for the parse; then they come from the typed context.
+    state(&mut t);
+    let late = ok(&mut t, json!({"type": "get_messages"}))["messages"].clone();
+    assert_eq!(early, late);
+    assert_eq!(early, Value::Array(expected));
+}

@@ -1,5 +1,6 @@
-//! A JSON skimmer for the streaming hot path: a cursor that descends into the members a
-//! reader asks for and steps over everything else, without building anything.
+//! A JSON skimmer for hot paths (streaming chunks, session-file lines): a cursor that
+//! descends into the members a reader asks for and steps over everything else, without
+//! building anything.
 //!
 //! Why by hand: a streaming chunk is ~200 bytes of which a reply needs one short string, and
 //! `serde_json` spends ~5,000 instructions per chunk deserialising the fields that are thrown
@@ -15,12 +16,12 @@ use std::borrow::Cow;
 
 /// The document is not what the skimmer can read; the caller falls back to `serde_json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Unreadable;
+pub struct Unreadable;
 
-pub(crate) type Skim<T> = Result<T, Unreadable>;
+pub type Skim<T> = Result<T, Unreadable>;
 
 /// A position in a JSON document; every method consumes exactly one value.
-pub(crate) struct Cursor<'a> {
+pub struct Cursor<'a> {
     src: &'a str,
     pos: usize,
 }
@@ -173,6 +174,12 @@ impl<'a> Cursor<'a> {
             }
             _ => Err(Unreadable),
         }
+    }
+
+    /// Byte offset of the next value (after whitespace) in the document.
+    pub fn position(&mut self) -> usize {
+        self.skip_ws();
+        self.pos
     }
 
     /// Steps over one value and returns its raw text.
