@@ -453,7 +453,7 @@ fn stats_of(session: &AgentSession) -> SessionStats {
 fn spliced_response(id: Option<Value>, command: &str, key: &str, json: &str) -> Vec<u8> {
     let mut data = serde_json::Map::new();
     data.insert(key.to_string(), Value::Array(Vec::new()));
-    let mut line = ok(id, command, &data);
+    let line = ok(id, command, &data);
     // `data` is the last member of a success line, so the last `[]` is the placeholder.
     let Some(at) = line.windows(2).rposition(|w| w == b"[]") else {
         tracing::error!("no placeholder in the {command} response");
