@@ -82,7 +82,9 @@ What the developer asked for in this turn.
 
 Be brief.";
 
-/// Tool output longer than this many characters is cut in the transcript.
+/// Tool output longer than this many characters is cut in the transcript. (Characters are
+/// Unicode scalar values here, pi counts UTF-16 units; they differ only for characters
+/// outside the BMP, and cutting must not split one.)
 pub const TOOL_RESULT_LIMIT: usize = 2000;
 /// The tool-output limit after the first shrink step.
 pub const SHRUNK_TOOL_RESULT_LIMIT: usize = 500;
