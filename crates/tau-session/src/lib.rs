@@ -2,6 +2,7 @@
 //! queue and interrupt modes, todos, host tools, the outbound event sink, and the session
 //! store (pi's JSONL files). Compaction, retry and resources join it in later issues.
 
+pub mod compaction;
 mod conversation;
 mod events;
 pub mod export_html;
@@ -9,6 +10,7 @@ mod host_tools;
 pub mod models;
 mod outbound;
 pub mod paths;
+pub mod retry;
 mod session;
 pub mod settings;
 mod startup;

@@ -78,8 +78,28 @@ impl Settings {
         self.get("compaction.enabled").unwrap_or(true)
     }
 
+    /// Tokens left free for the reply: compaction starts above `contextWindow - reserve`.
+    pub fn compaction_reserve_tokens(&self) -> u64 {
+        self.get("compaction.reserveTokens").unwrap_or(16384)
+    }
+
+    /// How much recent conversation a compaction keeps verbatim.
+    pub fn compaction_keep_recent_tokens(&self) -> u64 {
+        self.get("compaction.keepRecentTokens").unwrap_or(20000)
+    }
+
     pub fn retry_enabled(&self) -> bool {
         self.get("retry.enabled").unwrap_or(true)
+    }
+
+    /// Automatic retries after a transient provider error, per prompt.
+    pub fn retry_max_retries(&self) -> u32 {
+        self.get("retry.maxRetries").unwrap_or(3)
+    }
+
+    /// The first retry's delay; each later one doubles it.
+    pub fn retry_base_delay_ms(&self) -> u64 {
+        self.get("retry.baseDelayMs").unwrap_or(2000)
     }
 
     pub fn session_dir(&self) -> Option<String> {
@@ -166,5 +186,27 @@ mod tests {
         assert_eq!(s.steering_mode(), QueueMode::OneAtATime);
         assert_eq!(s.default_thinking_level(), ThinkingLevel::High);
         assert!(s.retry_enabled());
+    }
+
+    #[test]
+    fn compaction_and_retry_numbers_have_pi_defaults() {
+        let s = Settings::default();
+        assert_eq!(s.compaction_reserve_tokens(), 16384);
+        assert_eq!(s.compaction_keep_recent_tokens(), 20000);
+        assert_eq!(s.retry_max_retries(), 3);
+        assert_eq!(s.retry_base_delay_ms(), 2000);
+        let s = Settings::from_value(
+            json!({
+                "compaction": {"reserveTokens": 500, "keepRecentTokens": 40},
+                "retry": {"maxRetries": 5, "baseDelayMs": "soon"}
+            })
+            .as_object()
+            .cloned()
+            .unwrap(),
+        );
+        assert_eq!(s.compaction_reserve_tokens(), 500);
+        assert_eq!(s.compaction_keep_recent_tokens(), 40);
+        assert_eq!(s.retry_max_retries(), 5);
+        assert_eq!(s.retry_base_delay_ms(), 2000, "a mistyped value falls back");
     }
 }
