@@ -16,10 +16,11 @@ use tokio::sync::{mpsc, oneshot};
 use crate::framing::LineReader;
 use crate::parse::{Inbound, parse_line};
 use crate::wire::{
-    CancelledData, ContextUsage, CycleModelData, Disposition, EntriesData, ForkData, ForkMessage,
-    ForkMessagesData, HostToolsData, IntegrationModel, IntegrationsData, LastAssistantTextData,
-    ModelsData, PathData, PromptData, QueueData, Ready, Response, RpcCommand, RpcSessionState,
-    SessionStats, StreamingBehavior, ThinkingLevelData, ThinkingLevelsData, TodosData, TokenTotals,
+    BashResult, CancelledData, ContextUsage, CycleModelData, Disposition, EntriesData, ForkData,
+    ForkMessage, ForkMessagesData, HostToolsData, IntegrationModel, IntegrationsData,
+    LastAssistantTextData, ModelsData, PathData, PromptData, QueueData, Ready, Response,
+    RpcCommand, RpcSessionState, SessionStats, StreamingBehavior, ThinkingLevelData,
+    ThinkingLevelsData, TodosData, TokenTotals,
 };
 
 /// Capacity of the queue to the stdout writer, in records.
@@ -188,6 +189,40 @@ impl RpcServer {
                 self.session.continue_if_queued();
                 None
             }
+            RpcCommand::Bash(c) => {
+                // Runs beside everything else (a long command must not stop the input loop);
+                // the response comes when it ends.
+                let sink = self.sink.clone();
+                self.session
+                    .start_bash(c.command, c.exclude_from_context, move |result| {
+                        Box::pin(async move {
+                            let line = match result {
+                                Ok(run) => ok(
+                                    id,
+                                    "bash",
+                                    &BashResult {
+                                        output: run.output,
+                                        exit_code: run.exit_code,
+                                        cancelled: run.cancelled,
+                                        truncated: run.truncated,
+                                        full_output_path: run
+                                            .full_output_path
+                                            .map(|p| p.to_string_lossy().into_owned()),
+                                        total_lines: None,
+                                        total_bytes: None,
+                                        output_lines: None,
+                                        output_bytes: None,
+                                        artifact_id: None,
+                                        new_cwd: None,
+                                    },
+                                ),
+                                Err(err) => fail(id, "bash", err),
+                            };
+                            sink.emit_line(line).await;
+                        })
+                    });
+                None
+            }
             other => Some(self.dispatch_simple(id, other).await),
         }
     }
@@ -317,9 +352,14 @@ impl RpcServer {
                 Ok(tool_names) => ok(id, name, &HostToolsData { tool_names }),
                 Err(err) => fail(id, name, err),
             },
-            // Nothing of these can be in flight before retry and the bash command exist, so
-            // there is nothing to stop: pi answers success in that case.
-            RpcCommand::AbortRetry(_) | RpcCommand::AbortBash(_) => done(id, name),
+            // No retry can be in flight before automatic retry exists, so there is nothing to
+            // stop: pi answers success in that case.
+            RpcCommand::AbortRetry(_) => done(id, name),
+            // Success whether or not a command was running, as pi answers.
+            RpcCommand::AbortBash(_) => {
+                session.abort_bash();
+                done(id, name)
+            }
             RpcCommand::GetIntegrations(_) => ok(id, name, &self.integrations()),
             RpcCommand::SetLocale(c) => {
                 self.session.set_locale(&c.locale);
@@ -386,7 +426,8 @@ impl RpcServer {
                 Ok(path) => ok(id, name, &PathData { path }),
                 Err(err) => fail(id, name, err),
             },
-            RpcCommand::Compact(_) | RpcCommand::Bash(_) | RpcCommand::GetCommands(_) => {
+            RpcCommand::Bash(_) => fail(id, name, "bash commands are dispatched before this point"),
+            RpcCommand::Compact(_) | RpcCommand::GetCommands(_) => {
                 fail(id, name, format!("Not implemented yet: {name}"))
             }
         }

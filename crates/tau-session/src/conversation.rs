@@ -26,6 +26,10 @@ pub(crate) struct State {
     pub steering_mode: QueueMode,
     pub follow_up_mode: QueueMode,
     pub interrupt_mode: tau_agent::InterruptMode,
+    /// A run is streaming: messages from outside the loop (the RPC `bash` command) wait in
+    /// `held_back` until it ends.
+    pub run_active: bool,
+    pub held_back: Vec<AgentMessage>,
 }
 
 impl State {

@@ -27,7 +27,8 @@ pub use host_tools::{
 pub use models::{StartupModel, resolve_startup_model};
 pub use outbound::{EventSink, Outbound};
 pub use session::{
-    AgentSession, Launch, PromptOutcome, QueueAs, SessionConfig, SessionError, SessionStats,
+    AgentSession, BashRun, Launch, PromptOutcome, QueueAs, SessionConfig, SessionError,
+    SessionStats,
 };
 pub use settings::Settings;
 pub use startup::{SessionChoice, session_dir, startup_store};

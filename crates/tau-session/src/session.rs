@@ -18,7 +18,9 @@ use crate::{
     SessionEvent, Settings, StartupModel, TodoPhase, paths,
 };
 
+mod bash;
 mod files;
+pub use bash::BashRun;
 pub use files::SessionStats;
 
 /// How a session is set up at startup (from the command line and the environment).
@@ -144,6 +146,8 @@ pub struct AgentSession {
     locale: Option<String>,
     /// A `switch_session` target still being parsed ([`AgentSession::settle`]).
     opening: Option<crate::store::DeferredOpen>,
+    /// RPC `bash` commands in flight, and their temp files.
+    bash_commands: Arc<bash::BashCommands>,
 }
 
 impl AgentSession {
@@ -188,6 +192,7 @@ impl AgentSession {
             host_tools: HostToolRegistry::default(),
             locale: None,
             opening: None,
+            bash_commands: Arc::default(),
         };
         if resumed {
             session.restore_from_store();
@@ -611,8 +616,10 @@ impl AgentSession {
         let run_cancel = cancel.clone();
         let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let run_flag = Arc::clone(&running);
+        self.conversation.lock().run_active = true;
         let handle = tokio::spawn(async move {
             tau_agent::run(&spec, prompts, &host, &run_cancel).await;
+            bash::flush_held_back(&host.conversation);
             run_flag.store(false, std::sync::atomic::Ordering::Release);
             host.events
                 .emit(SessionEvent::AgentSettled {
@@ -632,6 +639,22 @@ impl AgentSession {
         &self.host_bridge
     }
 
+    /// Where and how tools and the RPC `bash` command run.
+    fn tool_env(&self) -> tau_tools::ToolEnv {
+        tau_tools::ToolEnv {
+            cwd: self.config.cwd.clone(),
+            home: paths::home_dir(),
+            agent_dir: self.config.agent_dir.clone(),
+            shell_path: self.settings.get("shellPath"),
+            shell_command_prefix: self.settings.get("shellCommandPrefix"),
+            auto_resize_images: self.settings.get("images.autoResize").unwrap_or(true),
+            model_accepts_images: self
+                .model
+                .as_ref()
+                .is_some_and(|m| m.input.contains(&tau_ai::InputModality::Image)),
+        }
+    }
+
     /// The tools a run offers: the active built-in tools (pi's default set, or what
     /// `--tools` / `--exclude-tools` / `--no-tools` / `--no-builtin-tools` select), then the
     /// active host tools.
@@ -644,18 +667,7 @@ impl AgentSession {
             };
             listed && !config.exclude_tools.iter().any(|t| t.trim() == name)
         };
-        let env = Arc::new(tau_tools::ToolEnv {
-            cwd: config.cwd.clone(),
-            home: paths::home_dir(),
-            agent_dir: config.agent_dir.clone(),
-            shell_path: self.settings.get("shellPath"),
-            shell_command_prefix: self.settings.get("shellCommandPrefix"),
-            auto_resize_images: self.settings.get("images.autoResize").unwrap_or(true),
-            model_accepts_images: self
-                .model
-                .as_ref()
-                .is_some_and(|m| m.input.contains(&tau_ai::InputModality::Image)),
-        });
+        let env = Arc::new(self.tool_env());
         let builtin_active = |name: &str| match &config.tools {
             Some(_) => allowed(name),
             None => {

@@ -75,7 +75,7 @@ fn all_commands() -> Vec<(Value, Expect)> {
         (json!({"type": "abort_retry"}), Works),
         (
             json!({"type": "bash", "command": "ls", "excludeFromContext": true}),
-            NotYet,
+            Works,
         ),
         (json!({"type": "abort_bash"}), Works),
         (json!({"type": "get_session_stats"}), Works),

@@ -8,6 +8,7 @@
 )]
 
 mod agent;
+mod bash_command;
 mod cli;
 mod commands;
 mod framing;

@@ -1,0 +1,169 @@
+//! The RPC `bash` command (rpc.md §10): a shell command run outside the agent loop, its
+//! output cut to pi's limits, and its `bashExecution` message put into the conversation
+//! (at once when idle, after the run when one is streaming).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use tau_agent::{AgentMessage, BashExecutionMessage};
+use tau_ai::provider::CancellationToken;
+use tau_tools::bash::{ShellRequest, ShellStatus, run_shell};
+
+use super::AgentSession;
+use crate::conversation::Conversation;
+
+/// What a finished `bash` command answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BashRun {
+    pub output: String,
+    pub exit_code: Option<i32>,
+    pub cancelled: bool,
+    pub truncated: bool,
+    pub full_output_path: Option<PathBuf>,
+}
+
+/// The `bash` commands still running, newest last, and the temp files they left.
+#[derive(Debug, Default)]
+pub(crate) struct BashCommands {
+    running: Mutex<Vec<(u64, CancellationToken)>>,
+    next: std::sync::atomic::AtomicU64,
+    temp_files: Mutex<Vec<PathBuf>>,
+}
+
+impl BashCommands {
+    fn start(&self) -> (u64, CancellationToken) {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let cancel = CancellationToken::new();
+        lock(&self.running).push((id, cancel.clone()));
+        (id, cancel)
+    }
+
+    fn end(&self, id: u64) {
+        lock(&self.running).retain(|(i, _)| *i != id);
+    }
+
+    /// `abort_bash`: the newest command still running. pi keeps one slot (the last started);
+    /// a stack makes every one of several concurrent commands reachable, newest first.
+    pub fn abort_newest(&self) {
+        if let Some((_, cancel)) = lock(&self.running).pop() {
+            cancel.cancel();
+        }
+    }
+}
+
+impl Drop for BashCommands {
+    /// The session's temp files go with it (pi leaves them in the temp directory forever).
+    fn drop(&mut self) {
+        for (_, cancel) in lock(&self.running).drain(..) {
+            cancel.cancel();
+        }
+        for path in lock(&self.temp_files).drain(..) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl AgentSession {
+    /// Starts `command` and returns at once; `done` gets the result (or the error text) when
+    /// the command ends, after its message is in the conversation.
+    pub fn start_bash(
+        &self,
+        command: String,
+        exclude_from_context: Option<bool>,
+        done: impl FnOnce(Result<BashRun, String>) -> futures_util::future::BoxFuture<'static, ()>
+        + Send
+        + 'static,
+    ) {
+        let mut request = ShellRequest::new(&self.tool_env(), &command);
+        request.sanitize = true;
+        let commands = Arc::clone(&self.bash_commands);
+        let conversation = Arc::clone(&self.conversation);
+        let (id, cancel) = commands.start();
+        tokio::spawn(async move {
+            let outcome = run_shell(request, &cancel, |_| {}).await;
+            commands.end(id);
+            let result = match outcome {
+                Err(err) => Err(err.to_string()),
+                Ok(outcome) => {
+                    let snapshot = outcome.output;
+                    let truncated = snapshot.truncation.truncated;
+                    let output = if truncated {
+                        snapshot.truncation.content
+                    } else {
+                        snapshot.tail
+                    };
+                    let full_output_path = snapshot.full_output_path.filter(|_| truncated);
+                    if let Some(path) = &full_output_path {
+                        lock(&commands.temp_files).push(path.clone());
+                    }
+                    let (exit_code, cancelled) = match outcome.status {
+                        ShellStatus::Exited(code) => (Some(code), false),
+                        ShellStatus::Signaled(_) => (None, false),
+                        ShellStatus::Aborted | ShellStatus::TimedOut => (None, true),
+                    };
+                    let run = BashRun {
+                        output,
+                        exit_code,
+                        cancelled,
+                        truncated,
+                        full_output_path,
+                    };
+                    record(&conversation, &command, &run, exclude_from_context);
+                    Ok(run)
+                }
+            };
+            done(result).await;
+        });
+    }
+
+    /// `abort_bash`.
+    pub fn abort_bash(&self) {
+        self.bash_commands.abort_newest();
+    }
+}
+
+/// Puts the command's `bashExecution` message into the conversation: at once when no run
+/// streams, else held until the run ends, so it never lands between a run's messages.
+fn record(conversation: &Conversation, command: &str, run: &BashRun, exclude: Option<bool>) {
+    let message = AgentMessage::BashExecution(BashExecutionMessage {
+        command: command.to_string(),
+        output: run.output.clone(),
+        exit_code: run.exit_code,
+        cancelled: run.cancelled,
+        truncated: run.truncated,
+        full_output_path: run
+            .full_output_path
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned()),
+        timestamp: tau_ai::now_ms(),
+        exclude_from_context: exclude,
+    });
+    let mut state = conversation.lock();
+    if state.run_active {
+        state.held_back.push(message);
+        return;
+    }
+    state.messages.push(message.clone());
+    drop(state);
+    conversation.persist(|store| store.append_message(message));
+}
+
+/// Messages held back while a run streamed join the conversation once it has ended.
+pub(crate) fn flush_held_back(conversation: &Conversation) {
+    let held = {
+        let mut state = conversation.lock();
+        state.run_active = false;
+        let held = std::mem::take(&mut state.held_back);
+        state.messages.extend(held.iter().cloned());
+        held
+    };
+    for message in held {
+        conversation.persist(|store| store.append_message(message));
+    }
+}
