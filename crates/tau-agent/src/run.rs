@@ -47,6 +47,15 @@ pub trait RunHost: Send + Sync {
     fn has_steering(&self) -> bool {
         false
     }
+    /// An assistant reply ended: called after its `message_end`, before its tools run (where
+    /// a retry series reports its success).
+    fn reply_ended<'a>(&'a self, _reply: &'a AssistantMessage) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+    /// Whether the host will retry after this failed reply (`agent_end.willRetry`).
+    fn will_retry(&self, _reply: &AssistantMessage) -> bool {
+        false
+    }
 }
 
 /// What tools interrupted by steering report (xcsh's text).
@@ -85,8 +94,10 @@ pub async fn run(
                 deliver(host, message, &mut added).await;
             }
             let reply = stream_reply(spec, host, cancel).await;
+            host.reply_ended(&reply).await;
             added.push(AgentMessage::Assistant(reply.clone()));
             if matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted) {
+                let will_retry = reply.stop_reason == StopReason::Error && host.will_retry(&reply);
                 host.emit(AgentEvent::TurnEnd {
                     message: AgentMessage::Assistant(reply),
                     tool_results: Vec::new(),
@@ -94,7 +105,7 @@ pub async fn run(
                 .await;
                 host.emit(AgentEvent::AgentEnd {
                     messages: added.clone(),
-                    will_retry: false,
+                    will_retry,
                 })
                 .await;
                 return added;

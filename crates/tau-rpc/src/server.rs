@@ -352,9 +352,11 @@ impl RpcServer {
                 Ok(tool_names) => ok(id, name, &HostToolsData { tool_names }),
                 Err(err) => fail(id, name, err),
             },
-            // No retry can be in flight before automatic retry exists, so there is nothing to
-            // stop: pi answers success in that case.
-            RpcCommand::AbortRetry(_) => done(id, name),
+            // Success whether or not a retry was waiting, as pi answers.
+            RpcCommand::AbortRetry(_) => {
+                session.abort_retry();
+                done(id, name)
+            }
             // Success whether or not a command was running, as pi answers.
             RpcCommand::AbortBash(_) => {
                 session.abort_bash();

@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::future::BoxFuture;
 use tau_agent::{AgentEvent, AgentMessage, QueueMode, RunHost, convert_to_llm};
-use tau_ai::Message;
+use tau_ai::{AssistantMessage, Message, StopReason};
 
+use crate::retry::{RetrySettings, RetryState, is_retryable_reply};
 use crate::store::{SessionStore, StoreError};
 use crate::{EventSink, SessionEvent};
 
@@ -30,6 +31,9 @@ pub(crate) struct State {
     /// `held_back` until it ends.
     pub run_active: bool,
     pub held_back: Vec<AgentMessage>,
+    /// The automatic-retry series under way, and the back-off `abort_retry` cancels.
+    pub retry: RetryState,
+    pub retry_sleep: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl State {
@@ -86,6 +90,9 @@ impl Conversation {
 pub(crate) struct Host {
     pub conversation: Arc<Conversation>,
     pub events: EventSink,
+    /// Automatic retry as set when the run started.
+    pub retry: RetrySettings,
+    pub context_window: u64,
 }
 
 fn take(queue: &mut VecDeque<Queued>, mode: QueueMode) -> Vec<AgentMessage> {
@@ -118,6 +125,32 @@ impl Host {
 }
 
 impl RunHost for Host {
+    fn reply_ended<'a>(&'a self, reply: &'a AssistantMessage) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if reply.stop_reason == StopReason::Error {
+                return;
+            }
+            let attempt = self.conversation.lock().retry.succeeded();
+            if let Some(attempt) = attempt {
+                self.events
+                    .emit(SessionEvent::AutoRetryEnd {
+                        success: true,
+                        attempt,
+                        final_error: None,
+                    })
+                    .await;
+            }
+        })
+    }
+
+    fn will_retry(&self, reply: &AssistantMessage) -> bool {
+        let retryable = is_retryable_reply(reply, self.context_window);
+        self.conversation
+            .lock()
+            .retry
+            .will_retry(&self.retry, retryable)
+    }
+
     fn emit(&self, event: AgentEvent) -> BoxFuture<'_, ()> {
         Box::pin(self.events.emit(SessionEvent::Agent(event)))
     }

@@ -491,6 +491,83 @@ impl AgentSession {
     }
 }
 
+/// After a run: when its last reply failed in a way worth retrying (rpc.md §9) and attempts
+/// remain, announces the retry, takes the failed reply out of the in-memory context (the
+/// session file keeps it), waits out the back-off and says to run again. A series that ends
+/// without success is closed with `auto_retry_end`.
+async fn retry_after_failure(
+    host: &Host,
+    added: &[AgentMessage],
+    run_cancel: &CancellationToken,
+) -> bool {
+    let Some(AgentMessage::Assistant(last)) = added.last() else {
+        return false;
+    };
+    let error = last.error_message.clone().unwrap_or_default();
+    let close = |attempt: Option<u32>, final_error: String| async move {
+        if let Some(attempt) = attempt {
+            host.events
+                .emit(SessionEvent::AutoRetryEnd {
+                    success: false,
+                    attempt,
+                    final_error: Some(final_error),
+                })
+                .await;
+        }
+    };
+    if last.stop_reason != tau_ai::StopReason::Error {
+        if last.stop_reason == tau_ai::StopReason::Aborted {
+            let attempt = host.conversation.lock().retry.failed();
+            close(attempt, "Retry cancelled".into()).await;
+        }
+        return false;
+    }
+    let retryable = crate::retry::is_retryable_reply(last, host.context_window);
+    let scheduled = if retryable {
+        let retry_after = crate::retry::retry_after_from_message(&error);
+        host.conversation
+            .lock()
+            .retry
+            .schedule(&host.retry, retry_after)
+    } else {
+        None
+    };
+    let Some(scheduled) = scheduled else {
+        let attempt = host.conversation.lock().retry.failed();
+        close(attempt, error).await;
+        return false;
+    };
+    host.events
+        .emit(SessionEvent::AutoRetryStart {
+            attempt: scheduled.attempt,
+            max_attempts: scheduled.max_attempts,
+            delay_ms: u64::try_from(scheduled.delay.as_millis()).unwrap_or(u64::MAX),
+            error_message: error,
+        })
+        .await;
+    let sleep_cancel = CancellationToken::new();
+    {
+        let mut state = host.conversation.lock();
+        if matches!(state.messages.last(), Some(AgentMessage::Assistant(a)) if a.stop_reason == tau_ai::StopReason::Error)
+        {
+            state.messages.pop();
+        }
+        state.retry_sleep = Some(sleep_cancel.clone());
+    }
+    let cancelled = tokio::select! {
+        () = tokio::time::sleep(scheduled.delay) => false,
+        () = run_cancel.cancelled() => true,
+        () = sleep_cancel.cancelled() => true,
+    };
+    host.conversation.lock().retry_sleep = None;
+    if cancelled {
+        let attempt = host.conversation.lock().retry.failed();
+        close(attempt, "Retry cancelled".into()).await;
+        return false;
+    }
+    true
+}
+
 /// Builds a user message from a prompt's text and images (pi always writes the block form).
 fn user_message(text: &str, images: Vec<ImageContent>) -> AgentMessage {
     let mut content = vec![UserContentBlock::Text(TextContent {
@@ -609,16 +686,28 @@ impl AgentSession {
             },
         };
         let cancel = CancellationToken::new();
+        let mut retry = crate::retry::RetrySettings::from_settings(&self.settings);
+        retry.enabled &= self.auto_retry;
         let host = Host {
             conversation: Arc::clone(&self.conversation),
             events: self.events.clone(),
+            retry,
+            context_window: spec.model.context_window,
         };
         let run_cancel = cancel.clone();
         let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let run_flag = Arc::clone(&running);
         self.conversation.lock().run_active = true;
         let handle = tokio::spawn(async move {
-            tau_agent::run(&spec, prompts, &host, &run_cancel).await;
+            let mut prompts = prompts;
+            loop {
+                let added = tau_agent::run(&spec, prompts, &host, &run_cancel).await;
+                if !retry_after_failure(&host, &added, &run_cancel).await {
+                    break;
+                }
+                // A retry continues from the context as it is (the failed reply removed).
+                prompts = Vec::new();
+            }
             bash::flush_held_back(&host.conversation);
             run_flag.store(false, std::sync::atomic::Ordering::Release);
             host.events
@@ -637,6 +726,14 @@ impl AgentSession {
     /// Routes host-tool replies to waiting calls.
     pub fn host_bridge(&self) -> &crate::HostToolBridge {
         &self.host_bridge
+    }
+
+    /// `abort_retry`: cancels a retry's back-off at once (the series ends with
+    /// `auto_retry_end{success:false, finalError:"Retry cancelled"}`).
+    pub fn abort_retry(&self) {
+        if let Some(sleep) = self.conversation.lock().retry_sleep.take() {
+            sleep.cancel();
+        }
     }
 
     /// Where and how tools and the RPC `bash` command run.

@@ -295,6 +295,8 @@ fn abort_mid_stream_ends_the_run_properly() {
 #[test]
 fn a_provider_error_ends_the_run_and_tau_stays_ready() {
     let (mock, mut t) = setup();
+    // Without automatic retry (tests/rpc/retry.rs covers it) the error ends the prompt.
+    t.request(json!({"type": "set_auto_retry", "enabled": false}));
     mock.push(Reply::fault(Fault::ServerError));
     mock.push(Reply::text("recovered"));
     t.send(&json!({"id": "p", "type": "prompt", "message": "fail please"}));

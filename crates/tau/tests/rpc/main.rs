@@ -14,6 +14,7 @@ mod commands;
 mod framing;
 mod lifecycle;
 mod models;
+mod retry;
 mod sessions;
 mod state;
 
