@@ -429,9 +429,12 @@ impl RpcServer {
                 Err(err) => fail(id, name, err),
             },
             RpcCommand::Bash(_) => fail(id, name, "bash commands are dispatched before this point"),
-            RpcCommand::Compact(_) | RpcCommand::GetCommands(_) => {
-                fail(id, name, format!("Not implemented yet: {name}"))
-            }
+            RpcCommand::Compact(c) => match session.compact(c.custom_instructions.as_deref()).await
+            {
+                Ok(result) => ok(id, name, &result),
+                Err(err) => fail(id, name, err),
+            },
+            RpcCommand::GetCommands(_) => fail(id, name, format!("Not implemented yet: {name}")),
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::{
 };
 
 mod bash;
+mod compact;
 mod files;
 pub use bash::BashRun;
 pub use files::SessionStats;
@@ -685,6 +686,7 @@ impl AgentSession {
                 ..StreamOptions::default()
             },
         };
+        let summarizer = self.summarizer().ok();
         let cancel = CancellationToken::new();
         let mut retry = crate::retry::RetrySettings::from_settings(&self.settings);
         retry.enabled &= self.auto_retry;
@@ -700,13 +702,28 @@ impl AgentSession {
         self.conversation.lock().run_active = true;
         let handle = tokio::spawn(async move {
             let mut prompts = prompts;
+            let mut overflow_retried = false;
             loop {
                 let added = tau_agent::run(&spec, prompts, &host, &run_cancel).await;
-                if !retry_after_failure(&host, &added, &run_cancel).await {
-                    break;
-                }
-                // A retry continues from the context as it is (the failed reply removed).
+                // A retry, or a compaction after an overflow, continues from the context as it
+                // is (the failed reply removed).
                 prompts = Vec::new();
+                if retry_after_failure(&host, &added, &run_cancel).await {
+                    continue;
+                }
+                if let Some(summarizer) = &summarizer
+                    && compact::after_run(
+                        &host,
+                        summarizer,
+                        &added,
+                        &mut overflow_retried,
+                        &run_cancel,
+                    )
+                    .await
+                {
+                    continue;
+                }
+                break;
             }
             bash::flush_held_back(&host.conversation);
             run_flag.store(false, std::sync::atomic::Ordering::Release);

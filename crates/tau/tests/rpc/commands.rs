@@ -65,7 +65,9 @@ fn all_commands() -> Vec<(Value, Expect)> {
         ),
         (
             json!({"type": "compact", "customInstructions": "focus"}),
-            NotYet,
+            Fails(
+                "No API key found for the selected model.\n\nSet the provider's API key environment variable, add it to auth.json, or pass --api-key together with --model.",
+            ),
         ),
         (
             json!({"type": "set_auto_compaction", "enabled": false}),

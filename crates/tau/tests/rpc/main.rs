@@ -11,6 +11,7 @@ mod agent;
 mod bash_command;
 mod cli;
 mod commands;
+mod compaction;
 mod framing;
 mod lifecycle;
 mod models;

@@ -1,0 +1,348 @@
+//! Compaction wired into the session (rpc.md §8, §3.13, decision 4): the `compact` command,
+//! and the automatic compaction a run triggers when its context passes the threshold or
+//! overflows (then the failed request is sent again once, with the compacted context).
+//! The rules (cut point, summary prompts, file lists) live in [`crate::compaction`].
+
+use tau_agent::AgentMessage;
+use tau_ai::provider::{CancellationToken, HttpClient, StreamOptions, stream};
+use tau_ai::{AssistantContent, AssistantMessageEvent, Model, StopReason};
+
+use super::{AgentSession, SessionError};
+use crate::compaction::summary::{
+    SummaryInput, SummaryRequest, assemble_summary, compaction_result, estimated_tokens_after,
+    history_request, turn_prefix_request,
+};
+use crate::compaction::{CompactionSettings, prepare_compaction, should_compact};
+use crate::conversation::{Conversation, Host};
+use crate::{CompactionReason, CompactionResult, SessionEvent, tokens};
+
+/// Everything a compaction needs, so a finished run can compact without the session.
+#[derive(Clone)]
+pub(crate) struct Summarizer {
+    pub client: HttpClient,
+    pub model: Model,
+    pub options: StreamOptions,
+    pub settings: CompactionSettings,
+}
+
+impl Summarizer {
+    /// Summarises the active branch up to the cut point, appends the compaction entry and
+    /// rebuilds the in-memory context from it. Errors are the texts pi reports.
+    async fn compact(
+        &self,
+        conversation: &Conversation,
+        custom_instructions: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionResult, String> {
+        let path: Vec<crate::store::SessionEntry> = conversation
+            .store()
+            .branch_path()
+            .into_iter()
+            .cloned()
+            .collect();
+        let refs: Vec<&crate::store::SessionEntry> = path.iter().collect();
+        let preparation = prepare_compaction(&refs, self.settings.keep_recent_tokens)
+            .map_err(|skip| skip.to_string())?;
+        let max_tokens = self.model.max_tokens;
+        let reserve = self.settings.reserve_tokens;
+        let history = if preparation.messages_to_summarize.is_empty() {
+            None
+        } else {
+            let mut input = SummaryInput::new(preparation.messages_to_summarize.clone());
+            let summary = self
+                .ask(cancel, &mut input, |input| {
+                    history_request(
+                        input,
+                        preparation.previous_summary.as_deref(),
+                        custom_instructions,
+                        reserve,
+                        max_tokens,
+                    )
+                })
+                .await
+                .map_err(|e| format!("Summarization failed: {e}"))?;
+            Some(summary)
+        };
+        let prefix = if preparation.is_split_turn && !preparation.turn_prefix_messages.is_empty() {
+            let mut input = SummaryInput::new(preparation.turn_prefix_messages.clone());
+            let summary = self
+                .ask(cancel, &mut input, |input| {
+                    turn_prefix_request(input, reserve, max_tokens)
+                })
+                .await
+                .map_err(|e| format!("Turn prefix summarization failed: {e}"))?;
+            Some(summary)
+        } else {
+            None
+        };
+        let summary =
+            assemble_summary(history.as_deref(), prefix.as_deref(), &preparation.file_ops);
+        let after = estimated_tokens_after(
+            &refs,
+            &preparation.first_kept_entry_id,
+            &summary,
+            preparation.tokens_before,
+        );
+        let result = compaction_result(&preparation, summary.clone(), after);
+        let messages = {
+            let mut store = conversation.store();
+            store
+                .append_compaction(
+                    summary,
+                    preparation.first_kept_entry_id.clone(),
+                    preparation.tokens_before,
+                    Some(preparation.file_ops.to_value()),
+                    false,
+                )
+                .map_err(|e| e.to_string())?;
+            store.build_context().messages
+        };
+        conversation.lock().messages = messages;
+        Ok(result)
+    }
+
+    /// One summary request; a request that itself overflows the model is sent again with
+    /// smaller input until it fits or nothing more can go.
+    async fn ask(
+        &self,
+        cancel: &CancellationToken,
+        input: &mut SummaryInput,
+        request: impl Fn(&SummaryInput) -> SummaryRequest,
+    ) -> Result<String, String> {
+        loop {
+            let req = request(input);
+            let options = StreamOptions {
+                max_tokens: Some(req.max_tokens),
+                cancel: cancel.clone(),
+                include_partial: false,
+                ..self.options.clone()
+            };
+            let context = req.context(tau_ai::now_ms());
+            match complete(&self.client, &self.model, &context, options).await {
+                Ok(text) => return Ok(text),
+                Err(error) if tau_ai::provider::is_overflow_error(&error) && input.shrink() => {
+                    tracing::info!("summary request overflowed; retrying with less input");
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+}
+
+/// The text of a finished reply, or its error message.
+async fn complete(
+    client: &HttpClient,
+    model: &Model,
+    context: &tau_ai::provider::Context,
+    options: StreamOptions,
+) -> Result<String, String> {
+    let mut events = stream(client, model, context, options);
+    while let Some(event) = events.next().await {
+        match event {
+            AssistantMessageEvent::Done { message, .. } => {
+                return Ok(message
+                    .content
+                    .iter()
+                    .filter_map(|c| match c {
+                        AssistantContent::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join(""));
+            }
+            AssistantMessageEvent::Error { error, .. } => {
+                return Err(error
+                    .error_message
+                    .unwrap_or_else(|| "unknown error".to_string()));
+            }
+            _ => {}
+        }
+    }
+    Err("The provider stream ended without a result".into())
+}
+
+impl AgentSession {
+    /// The summariser for the current model, when there is one with a key.
+    pub(super) fn summarizer(&mut self) -> Result<Summarizer, SessionError> {
+        self.check_credentials()?;
+        let Some(model) = self.model.clone() else {
+            return Err(SessionError::NoApiKey("the selected model".into()));
+        };
+        let config = self
+            .registry
+            .request_config(&model)
+            .map_err(|e| SessionError::Credentials(e.to_string()))?;
+        let client = self
+            .client
+            .get_or_insert_with(tau_ai::provider::http_client)
+            .clone();
+        Ok(Summarizer {
+            client,
+            model: Model {
+                base_url: config.base_url,
+                ..model.clone()
+            },
+            options: StreamOptions {
+                api_key: config.api_key.map(|k| k.expose().to_string()),
+                headers: config.headers,
+                reasoning: model.reasoning.then_some(self.thinking_level),
+                session_id: Some(self.session_id()),
+                ..StreamOptions::default()
+            },
+            settings: self.compaction_settings(),
+        })
+    }
+
+    pub(super) fn compaction_settings(&self) -> CompactionSettings {
+        let mut settings = CompactionSettings::from_settings(&self.settings);
+        settings.enabled &= self.auto_compaction;
+        settings
+    }
+
+    /// `compact`: ends a running turn, then summarises (rpc.md §3.13). `compaction_start`
+    /// is always written; a failure is announced by `compaction_end` before the error.
+    pub async fn compact(
+        &mut self,
+        custom_instructions: Option<&str>,
+    ) -> Result<CompactionResult, SessionError> {
+        self.abort().await;
+        self.events
+            .emit(SessionEvent::CompactionStart {
+                reason: CompactionReason::Manual,
+            })
+            .await;
+        let outcome = match self.summarizer() {
+            Ok(summarizer) => {
+                summarizer
+                    .compact(
+                        &self.conversation,
+                        custom_instructions,
+                        &CancellationToken::new(),
+                    )
+                    .await
+            }
+            Err(err) => Err(err.to_string()),
+        };
+        let (result, error_message) = match &outcome {
+            Ok(result) => (Some(result.clone()), None),
+            Err(error) => (None, Some(format!("Compaction failed: {error}"))),
+        };
+        self.events
+            .emit(SessionEvent::CompactionEnd {
+                reason: CompactionReason::Manual,
+                result,
+                aborted: false,
+                will_retry: false,
+                error_message,
+            })
+            .await;
+        outcome.map_err(SessionError::Store)
+    }
+}
+
+/// After a run (rpc.md §8.3): compacts when the context overflowed (and says to send the
+/// failed request again, once per prompt) or passed the threshold.
+pub(crate) async fn after_run(
+    host: &Host,
+    summarizer: &Summarizer,
+    added: &[AgentMessage],
+    overflow_retried: &mut bool,
+    cancel: &CancellationToken,
+) -> bool {
+    if !summarizer.settings.enabled || cancel.is_cancelled() {
+        return false;
+    }
+    let Some(AgentMessage::Assistant(last)) = added.last() else {
+        return false;
+    };
+    let window = summarizer.model.context_window;
+    let overflow = last.provider == summarizer.model.provider
+        && last.model == summarizer.model.id
+        && tau_ai::provider::is_context_overflow(last, window);
+    let reason = if overflow {
+        if *overflow_retried {
+            host.events
+                .emit(SessionEvent::CompactionEnd {
+                    reason: CompactionReason::Overflow,
+                    result: None,
+                    aborted: false,
+                    will_retry: false,
+                    error_message: Some(
+                        "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model."
+                            .into(),
+                    ),
+                })
+                .await;
+            return false;
+        }
+        *overflow_retried = true;
+        // The failed reply leaves the context (the session file keeps it).
+        let mut state = host.conversation.lock();
+        if matches!(state.messages.last(), Some(AgentMessage::Assistant(a)) if a.stop_reason == StopReason::Error)
+        {
+            state.messages.pop();
+        }
+        CompactionReason::Overflow
+    } else {
+        if matches!(last.stop_reason, StopReason::Error | StopReason::Aborted) {
+            return false;
+        }
+        let context_tokens = tokens::usage_tokens(&last.usage);
+        if !should_compact(context_tokens, window, &summarizer.settings) {
+            return false;
+        }
+        CompactionReason::Threshold
+    };
+    let will_retry = overflow && last.stop_reason != StopReason::Stop;
+    // Nothing to compact: no events at all (pi checks before announcing).
+    {
+        let store = host.conversation.store();
+        let path = store.branch_path();
+        if prepare_compaction(&path, summarizer.settings.keep_recent_tokens).is_err() {
+            return false;
+        }
+    }
+    host.events
+        .emit(SessionEvent::CompactionStart { reason })
+        .await;
+    host.events
+        .emit(SessionEvent::AutoCompactionStart {
+            reason,
+            action: None,
+        })
+        .await;
+    let outcome = summarizer.compact(&host.conversation, None, cancel).await;
+    let aborted = cancel.is_cancelled();
+    let (result, error_message, will_retry) = match outcome {
+        Ok(result) => (Some(result), None, will_retry),
+        Err(_) if aborted => (None, None, false),
+        Err(error) => {
+            let prefix = if overflow {
+                "Context overflow recovery failed"
+            } else {
+                "Auto-compaction failed"
+            };
+            (None, Some(format!("{prefix}: {error}")), false)
+        }
+    };
+    host.events
+        .emit(SessionEvent::CompactionEnd {
+            reason,
+            result: result.clone(),
+            aborted,
+            will_retry,
+            error_message: error_message.clone(),
+        })
+        .await;
+    host.events
+        .emit(SessionEvent::AutoCompactionEnd {
+            action: None,
+            result,
+            aborted,
+            will_retry,
+            error_message,
+            skipped: None,
+        })
+        .await;
+    will_retry
+}
