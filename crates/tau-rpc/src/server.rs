@@ -10,7 +10,7 @@ use std::io::{BufReader, Read, Write};
 use serde::Serialize;
 use serde_json::Value;
 use tau_ai::ImageContent;
-use tau_session::{AgentSession, EventSink, Outbound, PromptOutcome, QueueAs};
+use tau_session::{AgentSession, EventSink, Outbound, PromptOutcome, QueueAs, SessionError};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::framing::LineReader;
@@ -378,28 +378,8 @@ impl RpcServer {
                 Ok(()) => ok(id, name, &CancelledData { cancelled: false }),
                 Err(err) => fail(id, name, err),
             },
-            RpcCommand::Fork(c) => match session.fork(&c.entry_id).await {
-                Ok(text) => ok(
-                    id,
-                    name,
-                    &ForkData {
-                        text,
-                        cancelled: false,
-                    },
-                ),
-                Err(err) => fail(id, name, err),
-            },
-            RpcCommand::Branch(c) => match session.branch(&c.entry_id).await {
-                Ok(text) => ok(
-                    id,
-                    name,
-                    &ForkData {
-                        text,
-                        cancelled: false,
-                    },
-                ),
-                Err(err) => fail(id, name, err),
-            },
+            RpcCommand::Fork(c) => forked(id, name, session.fork(&c.entry_id).await),
+            RpcCommand::Branch(c) => forked(id, name, session.branch(&c.entry_id).await),
             RpcCommand::Clone(_) => match session.clone_session().await {
                 Ok(()) => ok(id, name, &CancelledData { cancelled: false }),
                 Err(err) => fail(id, name, err),
@@ -459,6 +439,21 @@ fn state_of(session: &AgentSession) -> RpcSessionState {
         pending_message_count: session.pending_message_count(),
         queued_message_count: session.queued_message_count(),
         todo_phases: session.todo_phases().to_vec(),
+    }
+}
+
+/// `fork` and `branch` answer alike.
+fn forked(id: Option<Value>, command: &str, outcome: Result<String, SessionError>) -> Vec<u8> {
+    match outcome {
+        Ok(text) => ok(
+            id,
+            command,
+            &ForkData {
+                text,
+                cancelled: false,
+            },
+        ),
+        Err(err) => fail(id, command, err),
     }
 }
 

@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tau_agent::{AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage};
+use tau_agent::{AgentMessage, CompactionSummaryMessage};
 use tau_ai::AssistantContent;
 
 use crate::Settings;
@@ -300,39 +300,7 @@ pub fn find_cut_point(
     }
 }
 
-/// The message an entry contributes to the context, as the store's `build_context` makes
-/// it (compaction entries are handled by the caller).
-pub(crate) fn entry_message(entry: &SessionEntry) -> Option<AgentMessage> {
-    match &entry.kind {
-        EntryKind::Message { message } => Some(message.clone()),
-        EntryKind::CustomMessage {
-            custom_type,
-            content,
-            display,
-            details,
-        } => Some(AgentMessage::Custom(CustomMessage {
-            custom_type: custom_type.clone(),
-            content: content.clone(),
-            display: *display,
-            details: details.clone(),
-            timestamp: iso_to_ms(&entry.timestamp),
-        })),
-        EntryKind::BranchSummary {
-            from_id, summary, ..
-        } if !summary.is_empty() => Some(AgentMessage::BranchSummary(BranchSummaryMessage {
-            summary: summary.clone(),
-            from_id: from_id.clone(),
-            timestamp: iso_to_ms(&entry.timestamp),
-        })),
-        _ => None,
-    }
-}
-
-fn iso_to_ms(iso: &str) -> i64 {
-    time::OffsetDateTime::parse(iso, &time::format_description::well_known::Rfc3339)
-        .map(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
-        .unwrap_or(0)
-}
+pub(crate) use crate::store::{context_message as entry_message, iso_to_ms};
 
 /// The context a branch path rebuilds to (the store's `build_context`, on a path): with a
 /// compaction, its summary, then the entries from its first kept one up to it, then the

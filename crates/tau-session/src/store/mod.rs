@@ -632,8 +632,9 @@ fn is_assistant(entry: &SessionEntry) -> bool {
     matches!(entry.message(), Some(AgentMessage::Assistant(_)))
 }
 
-/// What an entry contributes to the model's context.
-fn context_message(entry: &SessionEntry) -> Option<AgentMessage> {
+/// What an entry contributes to the model's context (compaction entries are handled by the
+/// caller).
+pub(crate) fn context_message(entry: &SessionEntry) -> Option<AgentMessage> {
     match &entry.kind {
         EntryKind::Message { message } => Some(message.clone()),
         EntryKind::CustomMessage {
@@ -674,7 +675,7 @@ fn user_text(content: &UserContent) -> String {
 }
 
 /// Milliseconds since the epoch of an ISO timestamp; 0 if it does not parse.
-fn iso_to_ms(iso: &str) -> i64 {
+pub(crate) fn iso_to_ms(iso: &str) -> i64 {
     time::OffsetDateTime::parse(iso, &time::format_description::well_known::Rfc3339)
         .map(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
         .unwrap_or(0)
