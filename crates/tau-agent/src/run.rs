@@ -266,6 +266,7 @@ fn empty_reply(model: &Model) -> AssistantMessage {
         response_model: None,
         diagnostics: None,
         error_message: None,
+        retry_after_ms: None,
     }
 }
 

@@ -176,6 +176,10 @@ pub struct AssistantMessage {
         skip_serializing_if = "Option::is_none"
     )]
     pub error_message: Option<String>,
+    /// How long the provider asked to wait before trying again (`retry-after`), for the
+    /// session's automatic retry. Not part of the message: never written or read.
+    #[serde(skip)]
+    pub retry_after_ms: Option<u64>,
 }
 
 /// `{"role":"toolResult",…}`.
@@ -238,6 +242,7 @@ mod tests {
             response_model: None,
             diagnostics: None,
             error_message: Some("529 Overloaded".into()),
+            retry_after_ms: None,
         });
         let json = serde_json::to_string(&msg).unwrap();
         assert_eq!(

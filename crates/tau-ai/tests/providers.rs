@@ -426,6 +426,7 @@ async fn images_reach_every_api_in_its_own_shape() {
                     response_model: None,
                     diagnostics: None,
                     error_message: None,
+                    retry_after_ms: None,
                 }),
                 Message::ToolResult(ToolResultMessage {
                     tool_call_id: "call_9".into(),

@@ -467,6 +467,7 @@ mod tests {
             response_model: None,
             diagnostics: None,
             error_message: None,
+            retry_after_ms: None,
         }
     }
 

@@ -214,6 +214,7 @@ mod tests {
             response_model: None,
             diagnostics: None,
             error_message: error.map(str::to_owned),
+            retry_after_ms: None,
         }
     }
 

@@ -525,7 +525,11 @@ async fn retry_after_failure(
     }
     let retryable = crate::retry::is_retryable_reply(last, host.context_window);
     let scheduled = if retryable {
-        let retry_after = crate::retry::retry_after_from_message(&error);
+        // The provider's `retry-after` header, else a delay named in the error text.
+        let retry_after = last
+            .retry_after_ms
+            .map(std::time::Duration::from_millis)
+            .or_else(|| crate::retry::retry_after_from_message(&error));
         host.conversation
             .lock()
             .retry

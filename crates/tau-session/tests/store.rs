@@ -38,6 +38,7 @@ fn assistant(text: &str) -> AgentMessage {
         response_model: None,
         diagnostics: None,
         error_message: None,
+        retry_after_ms: None,
     })
 }
 

@@ -819,6 +819,7 @@ mod tests {
             response_model: None,
             diagnostics: None,
             error_message: None,
+            retry_after_ms: None,
         });
         let ctx = Context {
             system_prompt: None,

@@ -40,6 +40,7 @@ impl Emitter {
                 response_model: None,
                 diagnostics: None,
                 error_message: None,
+                retry_after_ms: None,
             },
             tx,
             include_partial,
@@ -284,6 +285,13 @@ impl Emitter {
         };
         self.message.stop_reason = reason;
         self.message.error_message = Some(error.to_string());
+        if let ProviderError::Http {
+            retry_after: Some(wait),
+            ..
+        } = &error
+        {
+            self.message.retry_after_ms = Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
+        }
         self.send(AssistantMessageEvent::Error {
             reason,
             error: self.message.clone(),

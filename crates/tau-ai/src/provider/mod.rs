@@ -327,6 +327,7 @@ fn empty_message() -> AssistantMessage {
         response_model: None,
         diagnostics: None,
         error_message: None,
+        retry_after_ms: None,
     }
 }
 

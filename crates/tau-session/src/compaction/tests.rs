@@ -56,6 +56,7 @@ fn reply(content: Vec<AssistantContent>) -> AgentMessage {
         response_model: None,
         diagnostics: None,
         error_message: None,
+        retry_after_ms: None,
     })
 }
 

@@ -157,6 +157,7 @@ impl<'de> Visitor<'de> for AssistantVisitor {
             response_model,
             diagnostics,
             error_message,
+            retry_after_ms: None,
         })
     }
 }

@@ -267,3 +267,53 @@ fn an_overflow_is_compacted_and_the_request_sent_again_once() {
         "{resent}"
     );
 }
+
+#[test]
+fn compact_during_a_run_closes_the_run_first() {
+    let (mock, mut t) = setup(100_000, json!({"compaction": {"keepRecentTokens": 150}}));
+    exchange(&mock, &mut t, &long("first"), &long("answer"));
+    exchange(&mock, &mut t, &long("second"), &long("reply"));
+    mock.push(
+        Reply::new()
+            .with_text(long("slow"))
+            .chunk_size(4)
+            .chunk_delay_ms(30),
+    );
+    mock.push(Reply::text("RUN-SUMMARY"));
+    mock.push(Reply::text("PREFIX"));
+    t.send(&json!({"type": "prompt", "message": "third"}));
+    t.event("message_update");
+    let response = t.request(json!({"type": "compact"}));
+    assert_eq!(response["success"], true, "{response}");
+    let kinds: Vec<String> = t
+        .history()
+        .iter()
+        .filter_map(|r| r.json.clone())
+        .filter(|j| j["type"] != "message_update")
+        .map(|j| {
+            let kind = j["type"].as_str().unwrap_or_default().to_string();
+            if kind == "message_end" {
+                format!(
+                    "message_end:{}",
+                    j["message"]["stopReason"].as_str().unwrap_or("-")
+                )
+            } else {
+                kind
+            }
+        })
+        .collect();
+    let from = kinds.iter().rposition(|k| k == "agent_start").unwrap();
+    let tail: Vec<&str> = kinds[from..].iter().map(String::as_str).collect();
+    let end = tail.iter().position(|k| *k == "agent_settled").unwrap();
+    assert_eq!(
+        tail[end - 3..end + 2],
+        [
+            "message_end:aborted",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+            "compaction_start"
+        ],
+        "{tail:?}"
+    );
+}

@@ -198,3 +198,24 @@ fn overflow_and_disabled_retry_are_not_retried() {
     );
     assert_eq!(mock.requests().len(), 2);
 }
+
+#[test]
+fn a_retry_after_header_sets_the_delay() {
+    let (mock, mut t) = setup(10);
+    mock.push(Reply::fault(Fault::RateLimited {
+        retry_after: Some(1),
+    }));
+    mock.push(Reply::text("after waiting"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    let records = until_settled(&mut t);
+    let start = records
+        .iter()
+        .find(|r| r["type"] == "auto_retry_start")
+        .unwrap();
+    assert_eq!(start["delayMs"], 1000, "{start}");
+    assert!(
+        records
+            .iter()
+            .any(|r| r["type"] == "auto_retry_end" && r["success"] == true)
+    );
+}
