@@ -116,8 +116,10 @@ class Proc:
     def __init__(self, cmd, env, cwd):
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env, cwd=cwd,
-                                     bufsize=1 << 20)
+                                     bufsize=0)
         self.n = 0
+        self.fd = self.proc.stdout.fileno()
+        self.buf, self.scanned = bytearray(), 0
 
     def send(self, obj):
         self.n += 1
@@ -127,11 +129,27 @@ class Proc:
         self.proc.stdin.flush()
         return rid
 
+    def readline(self):
+        """One record; large reads straight from the pipe (a buffered readline costs the
+        client more than the agent takes to write a multi-megabyte record)."""
+        while True:
+            at = self.buf.find(b"\n", self.scanned)
+            if at >= 0:
+                line = bytes(self.buf[:at + 1])
+                del self.buf[:at + 1]
+                self.scanned = 0
+                return line
+            self.scanned = len(self.buf)
+            chunk = os.read(self.fd, 1 << 22)
+            if not chunk:
+                return b""
+            self.buf += chunk
+
     def wait(self, rid):
         """Reads records until the response with this id; returns (line length, success)."""
         prefix = ('{"id":"%s",' % rid).encode()
         while True:
-            line = self.proc.stdout.readline()
+            line = self.readline()
             if not line:
                 raise SystemExit("process ended while waiting for %s" % rid)
             if line.startswith(prefix):

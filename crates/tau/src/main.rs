@@ -169,6 +169,11 @@ fn take_over_stdout() -> anyhow::Result<File> {
         .map_err(|e| anyhow::anyhow!("cannot duplicate stdout: {e}"))?;
     rustix::stdio::dup2_stdout(io::stderr())
         .map_err(|e| anyhow::anyhow!("cannot redirect stdout: {e}"))?;
+    // A pipe holds 64 KiB by default: a multi-megabyte record (`get_messages` of a long
+    // session, a full-shape `message_update` late in a long reply) then crosses it in a
+    // hundred writer/reader hand-offs. 1 MiB (Linux's default maximum) needs a sixteenth of
+    // them. Not a pipe, or not allowed: nothing changes.
+    let _ = rustix::pipe::fcntl_setpipe_size(&private, 1 << 20);
     Ok(File::from(private))
 }
 

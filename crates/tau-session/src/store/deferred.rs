@@ -151,22 +151,58 @@ fn borrowed<'a>(c: &mut Cursor<'a>) -> Skim<&'a str> {
     }
 }
 
+/// Skims every entry line, in file order; a large text is cut at line ends into one run per
+/// core, skimmed in parallel (the skim is most of what the switch waits for).
+fn skim_runs(text: &str) -> Option<Vec<Vec<(&str, Skimmed<'_>)>>> {
+    let threads = if text.len() < (1 << 20) {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+    };
+    let mut cuts = vec![0];
+    for i in 1..threads {
+        let from = (text.len() * i / threads).max(cuts.last().copied().unwrap_or(0));
+        let cut = text
+            .get(from..)
+            .and_then(|rest| rest.find('\n'))
+            .map_or(text.len(), |at| from + at + 1);
+        cuts.push(cut);
+    }
+    cuts.push(text.len());
+    if threads == 1 {
+        return Some(vec![skim_run(text)]);
+    }
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = cuts
+            .windows(2)
+            .map(|w| {
+                let run = text.get(w[0]..w[1]).unwrap_or_default();
+                scope.spawn(move || skim_run(run))
+            })
+            .collect();
+        // A failed worker means no answer from the file's bytes: the parse answers instead.
+        workers.into_iter().map(|w| w.join().ok()).collect()
+    })
+}
+
+fn skim_run(run: &str) -> Vec<(&str, Skimmed<'_>)> {
+    run.split('\n')
+        .filter(|line| !line.trim().is_empty())
+        // A line the skim cannot read (a torn tail) is skipped, as the parse skips it.
+        .filter_map(|line| skim_line(line).ok())
+        .filter(|(_, skimmed)| skimmed.kind != "session")
+        .collect()
+}
+
 /// The JSON array of the branch ending at the last entry, when it is plain messages.
 fn branch_messages_json(text: &str) -> Option<String> {
-    let mut entries: HashMap<&str, Skimmed<'_>> = HashMap::new();
+    let runs = skim_runs(text)?;
+    let mut entries: HashMap<&str, Skimmed<'_>> =
+        HashMap::with_capacity(runs.iter().map(Vec::len).sum());
     let mut leaf = None;
-    for line in text.split('\n') {
-        if line.trim().is_empty() {
-            continue;
-        }
-        // A line the skim cannot read (a torn tail) is skipped, as the parse skips it.
-        if let Ok((id, skimmed)) = skim_line(line) {
-            if skimmed.kind == "session" {
-                continue;
-            }
-            leaf = Some(id);
-            entries.insert(id, skimmed);
-        }
+    for (id, skimmed) in runs.into_iter().flatten() {
+        leaf = Some(id);
+        entries.insert(id, skimmed);
     }
     let mut branch = Vec::new();
     let mut at = leaf;
@@ -246,5 +282,39 @@ mod tests {
         ]
         .join("\n");
         assert_eq!(branch_messages_json(&cycle), None);
+    }
+
+    #[test]
+    fn a_large_file_is_skimmed_in_parallel_runs_in_order() {
+        let filler = "x".repeat(500);
+        let lines: Vec<String> = (0..3000)
+            .map(|i| {
+                let parent = if i == 0 {
+                    "null".to_string()
+                } else {
+                    format!("\"{:08x}\"", i - 1)
+                };
+                message(
+                    &format!("{i:08x}"),
+                    &parent,
+                    "user",
+                    &format!("{i} {filler}"),
+                )
+            })
+            .collect();
+        let text = lines.join("\n");
+        assert!(text.len() > 1 << 20, "takes the parallel path");
+        let json = branch_messages_json(&text).unwrap_or_default();
+        let messages: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+        let texts: Vec<&str> = messages
+            .as_array()
+            .map(|a| a.iter().filter_map(|m| m["content"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(texts.len(), 3000);
+        assert!(texts[0].starts_with("0 ") && texts[2999].starts_with("2999 "));
+        assert!(texts.windows(2).all(|w| {
+            let n = |t: &str| t.split(' ').next().and_then(|n| n.parse::<u32>().ok());
+            n(w[0]).zip(n(w[1])).is_some_and(|(a, b)| b == a + 1)
+        }));
     }
 }
