@@ -542,14 +542,8 @@ async fn retry_after_failure(
         close(attempt, error).await;
         return false;
     };
-    host.events
-        .emit(SessionEvent::AutoRetryStart {
-            attempt: scheduled.attempt,
-            max_attempts: scheduled.max_attempts,
-            delay_ms: u64::try_from(scheduled.delay.as_millis()).unwrap_or(u64::MAX),
-            error_message: error,
-        })
-        .await;
+    // Armed before `auto_retry_start` is written: a host that answers it with `abort_retry`
+    // at once must find the back-off to cancel.
     let sleep_cancel = CancellationToken::new();
     {
         let mut state = host.conversation.lock();
@@ -559,6 +553,14 @@ async fn retry_after_failure(
         }
         state.retry_sleep = Some(sleep_cancel.clone());
     }
+    host.events
+        .emit(SessionEvent::AutoRetryStart {
+            attempt: scheduled.attempt,
+            max_attempts: scheduled.max_attempts,
+            delay_ms: u64::try_from(scheduled.delay.as_millis()).unwrap_or(u64::MAX),
+            error_message: error,
+        })
+        .await;
     let cancelled = tokio::select! {
         () = tokio::time::sleep(scheduled.delay) => false,
         () = run_cancel.cancelled() => true,
