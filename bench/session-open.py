@@ -205,6 +205,29 @@ def measure(cmd, env, cwd, files, runs):
             "bytes": size, "rss": rss, "runs": runs}
 
 
+def by_bytes(rows, size):
+    return next(r["bytes"] for s, _, name, r in rows if s == size and name == "tau")
+
+
+def pipe_floor(work, size, runs):
+    """The transport alone: `cat` sends a record as large as tau's `get_messages` answer,
+    read the way `Proc` reads, so the part of the total that no agent can save shows."""
+    path = os.path.join(work, "floor.jsonl")
+    with open(path, "wb") as f:
+        f.write(b"x" * (size - 1) + b"\n")
+    times = []
+    for _ in range(runs):
+        p = Proc(["sh", "-c", 'read x; exec cat "$0"', path], os.environ, work)
+        time.sleep(0.05)
+        t0 = time.monotonic()
+        p.proc.stdin.write(b"go\n")
+        p.proc.stdin.flush()
+        p.readline()
+        times.append(time.monotonic() - t0)
+        p.close()
+    return statistics.median(times)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="5000,100000")
@@ -246,6 +269,7 @@ def main():
         targets = [t for t in targets if args.only in t[0]]
 
     rows = []
+    floors = {}
     try:
         for size in (int(s) for s in args.sizes.split(",")):
             files = []
@@ -263,6 +287,8 @@ def main():
                     own.append(copy)
                 r = measure(cmd, env, cwd, own, runs)
                 rows.append((size, mb, name, r))
+                if name == "tau":
+                    floors[size] = pipe_floor(work, r["bytes"], runs)
                 print("%7d entries %6.1f MB  %-8s switch %9.1f ms  +get_messages %9.1f ms  "
                       "response %6.1f MB  peak RSS %7.1f MB  (median of %d)"
                       % (size, mb, name, r["switch"] * 1e3, r["total"] * 1e3, r["bytes"] / 1e6,
@@ -279,6 +305,9 @@ def main():
     for size, mb, name, r in rows:
         print("| %d | %.1f | %s | %.1f | %.1f | %.1f | %.1f |" % (
             size, mb, name, r["switch"] * 1e3, r["total"] * 1e3, r["bytes"] / 1e6, r["rss"]))
+    for size, floor in sorted(floors.items()):
+        print("%d entries: moving a %.1f MB record through a pipe into this client alone takes "
+              "%.1f ms (`cat` as the sender, same reader)" % (size, by_bytes(rows, size) / 1e6, floor * 1e3))
     by = {(size, name): r for size, _, name, r in rows}
     for size in sorted({s for s, _, _, _ in rows}):
         t, p = by.get((size, "tau")), by.get((size, "pi 0.79"))

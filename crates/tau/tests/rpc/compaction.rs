@@ -317,3 +317,28 @@ fn compact_during_a_run_closes_the_run_first() {
         "{tail:?}"
     );
 }
+
+#[test]
+fn set_auto_compaction_false_leaves_a_full_context_alone() {
+    let (mock, mut t) = setup(
+        2000,
+        json!({"compaction": {"reserveTokens": 500, "keepRecentTokens": 150}}),
+    );
+    let r = t.request(json!({"type": "set_auto_compaction", "enabled": false}));
+    assert_eq!(r["success"], true);
+    exchange(&mock, &mut t, &long("one"), &long("uno"));
+    mock.push(Reply::text(long("dos")).usage(1600, 20, 0, 0));
+    t.send(&json!({"type": "prompt", "message": long("two")}));
+    let records = until_settled(&mut t);
+    assert!(
+        !records
+            .iter()
+            .any(|r| r["type"].as_str().is_some_and(|k| k.contains("compaction"))),
+        "{records:#?}"
+    );
+    assert_eq!(mock.requests().len(), 2, "no summary request");
+    assert_eq!(
+        t.request(json!({"type": "get_state"}))["data"]["autoCompactionEnabled"],
+        false
+    );
+}
