@@ -3,7 +3,8 @@
 //! [`StopReason`], and the [`AssistantMessageEvent`] stream a provider produces.
 //!
 //! These types are also wire types: pi's RPC mode forwards them verbatim, so field names and
-//! field order follow pi's output exactly. The provider clients arrive with the providers issue.
+//! field order follow pi's output exactly. `provider` streams them from the four wire APIs, `registry`
+//! resolves models and keys, and `skim` reads JSON without building it on hot paths.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod js_number;
