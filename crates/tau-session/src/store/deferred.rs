@@ -157,7 +157,7 @@ fn skim_runs(text: &str) -> Option<Vec<Vec<(&str, Skimmed<'_>)>>> {
     let threads = if text.len() < (1 << 20) {
         1
     } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+        super::parsing_threads()
     };
     let mut cuts = vec![0];
     for i in 1..threads {

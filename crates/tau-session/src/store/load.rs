@@ -62,7 +62,7 @@ fn parse_entries(text: &[u8], path: &Path) -> Vec<SessionEntry> {
     let threads = if text.len() < PARALLEL_FROM_BYTES {
         1
     } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+        super::parsing_threads()
     };
     if threads == 1 {
         return parse_run(text, path);

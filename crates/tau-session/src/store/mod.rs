@@ -682,6 +682,13 @@ pub(crate) fn iso_to_ms(iso: &str) -> i64 {
 }
 
 /// Takes the advisory write lock without waiting.
+/// Threads for parsing a large session file: the cores (at most 8). Asked once: on Linux the
+/// answer comes from reading cgroup files, which costs more than a switch should.
+pub(crate) fn parsing_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
+}
+
 /// Opens `path` for reading and appending, takes its lock, and reads it whole.
 pub(crate) fn open_locked(path: &Path) -> Result<(File, Vec<u8>), StoreError> {
     use std::io::Read;
