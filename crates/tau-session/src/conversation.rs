@@ -34,6 +34,8 @@ pub(crate) struct State {
     /// The automatic-retry series under way, and the back-off `abort_retry` cancels.
     pub retry: RetryState,
     pub retry_sleep: Option<tokio_util::sync::CancellationToken>,
+    /// A compaction is summarising (`get_state.isCompacting`).
+    pub compacting: bool,
 }
 
 impl State {

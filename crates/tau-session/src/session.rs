@@ -265,13 +265,9 @@ impl AgentSession {
             let _ = run.handle.await;
         }
     }
-    /// True while a compaction runs (compaction arrives with its own issue).
+    /// True while a compaction summarises.
     pub fn is_compacting(&self) -> bool {
-        false
-    }
-    /// The in-memory context.
-    pub fn messages(&self) -> Vec<AgentMessage> {
-        self.conversation.lock().messages.clone()
+        self.conversation.lock().compacting
     }
     /// Reads the in-memory context without copying it.
     pub fn with_messages<T>(&self, read: impl FnOnce(&[AgentMessage]) -> T) -> T {

@@ -18,8 +18,8 @@ use crate::ToolEnv;
 use crate::paths::resolve_to_cwd;
 use crate::truncate::{DEFAULT_MAX_BYTES, format_size};
 use crate::walk::{
-    ABORTED, Args, HeadOutput, append_notices, display_key, normalize, run_blocking, sort_key,
-    text_result, walk_parallel, walker,
+    ABORTED, Args, HeadOutput, append_notices, display_key, normalize, run_blocking, search_tool,
+    sort_key, text_result, walk_parallel, walker,
 };
 
 const DEFAULT_LIMIT: usize = 1000;
@@ -43,16 +43,13 @@ static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
     })
 });
 
-/// The `find` tool.
-pub struct FindTool {
-    env: Arc<ToolEnv>,
-}
+search_tool!(
+    /// The `find` tool.
+    FindTool,
+    "find"
+);
 
 impl FindTool {
-    pub fn new(env: Arc<ToolEnv>) -> Self {
-        Self { env }
-    }
-
     /// Runs one call. `execute` delegates here; it is public so that callers without an
     /// agent loop (benchmarks, tests) can run the tool with just a cancellation token.
     pub async fn run(
@@ -62,29 +59,6 @@ impl FindTool {
     ) -> Result<AgentToolResult, String> {
         let request = Request::parse(&self.env, arguments)?;
         run_blocking(cancel, move |stop| request.execute(stop)).await
-    }
-}
-
-impl AgentTool for FindTool {
-    fn name(&self) -> &str {
-        "find"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> &Value {
-        &PARAMETERS
-    }
-
-    fn execute<'a>(
-        &'a self,
-        _call_id: &'a str,
-        arguments: Map<String, Value>,
-        context: ToolContext,
-    ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
-        Box::pin(async move { self.run(&arguments, &context.cancel).await })
     }
 }
 

@@ -24,8 +24,8 @@ use crate::ToolEnv;
 use crate::paths::resolve_to_cwd;
 use crate::truncate::{DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, format_size, truncate_line};
 use crate::walk::{
-    ABORTED, Args, HeadOutput, append_notices, display_key, normalize, run_blocking, sort_key,
-    text_result, walk_parallel, walker,
+    ABORTED, Args, HeadOutput, append_notices, display_key, normalize, run_blocking, search_tool,
+    sort_key, text_result, walk_parallel, walker,
 };
 
 const DEFAULT_LIMIT: usize = 100;
@@ -53,16 +53,13 @@ static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
     })
 });
 
-/// The `grep` tool.
-pub struct GrepTool {
-    env: Arc<ToolEnv>,
-}
+search_tool!(
+    /// The `grep` tool.
+    GrepTool,
+    "grep"
+);
 
 impl GrepTool {
-    pub fn new(env: Arc<ToolEnv>) -> Self {
-        Self { env }
-    }
-
     /// Runs one call. `execute` delegates here; it is public so that callers without an
     /// agent loop (benchmarks, tests) can run the tool with just a cancellation token.
     pub async fn run(
@@ -72,29 +69,6 @@ impl GrepTool {
     ) -> Result<AgentToolResult, String> {
         let request = Request::parse(&self.env, arguments)?;
         run_blocking(cancel, move |stop| request.execute(stop)).await
-    }
-}
-
-impl AgentTool for GrepTool {
-    fn name(&self) -> &str {
-        "grep"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> &Value {
-        &PARAMETERS
-    }
-
-    fn execute<'a>(
-        &'a self,
-        _call_id: &'a str,
-        arguments: Map<String, Value>,
-        context: ToolContext,
-    ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
-        Box::pin(async move { self.run(&arguments, &context.cancel).await })
     }
 }
 

@@ -18,7 +18,7 @@ use crate::ToolEnv;
 use crate::paths::resolve_to_cwd;
 use crate::truncate::{DEFAULT_MAX_BYTES, format_size};
 use crate::walk::{
-    ABORTED, Args, HeadOutput, append_notices, normalize, run_blocking, text_result,
+    ABORTED, Args, HeadOutput, append_notices, normalize, run_blocking, search_tool, text_result,
 };
 
 const DEFAULT_LIMIT: usize = 500;
@@ -37,16 +37,13 @@ static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
     })
 });
 
-/// The `ls` tool.
-pub struct LsTool {
-    env: Arc<ToolEnv>,
-}
+search_tool!(
+    /// The `ls` tool.
+    LsTool,
+    "ls"
+);
 
 impl LsTool {
-    pub fn new(env: Arc<ToolEnv>) -> Self {
-        Self { env }
-    }
-
     /// Runs one call. `execute` delegates here; it is public so that callers without an
     /// agent loop (benchmarks, tests) can run the tool with just a cancellation token.
     pub async fn run(
@@ -64,29 +61,6 @@ impl LsTool {
         ));
         let limit = args.limit("limit", DEFAULT_LIMIT)?;
         run_blocking(cancel, move |stop| list(dir, limit, stop)).await
-    }
-}
-
-impl AgentTool for LsTool {
-    fn name(&self) -> &str {
-        "ls"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> &Value {
-        &PARAMETERS
-    }
-
-    fn execute<'a>(
-        &'a self,
-        _call_id: &'a str,
-        arguments: Map<String, Value>,
-        context: ToolContext,
-    ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
-        Box::pin(async move { self.run(&arguments, &context.cancel).await })
     }
 }
 

@@ -419,6 +419,48 @@ pub(crate) fn display_key(key: &[u8]) -> String {
     }
 }
 
+/// The struct and [`AgentTool`](tau_agent::AgentTool) impl of a search tool (grep, find, ls):
+/// they differ only in their own `run(&self, arguments, cancel)`, which `execute` calls, and in
+/// the `DESCRIPTION` and `PARAMETERS` of their module.
+macro_rules! search_tool {
+    ($(#[$doc:meta])* $tool:ident, $name:literal) => {
+        $(#[$doc])*
+        pub struct $tool {
+            env: Arc<ToolEnv>,
+        }
+
+        impl $tool {
+            pub fn new(env: Arc<ToolEnv>) -> Self {
+                Self { env }
+            }
+        }
+
+        impl AgentTool for $tool {
+            fn name(&self) -> &str {
+                $name
+            }
+
+            fn description(&self) -> &str {
+                DESCRIPTION
+            }
+
+            fn parameters(&self) -> &Value {
+                &PARAMETERS
+            }
+
+            fn execute<'a>(
+                &'a self,
+                _call_id: &'a str,
+                arguments: Map<String, Value>,
+                context: ToolContext,
+            ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
+                Box::pin(async move { self.run(&arguments, &context.cancel).await })
+            }
+        }
+    };
+}
+pub(crate) use search_tool;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,9 @@ use crate::compaction::summary::{
     SummaryInput, SummaryRequest, assemble_summary, compaction_result, estimated_tokens_after,
     history_request, turn_prefix_request,
 };
-use crate::compaction::{CompactionSettings, prepare_compaction, should_compact};
+use crate::compaction::{
+    CompactionPreparation, CompactionSettings, prepare_compaction, should_compact,
+};
 use crate::conversation::{Conversation, Host};
 use crate::{CompactionReason, CompactionResult, SessionEvent, tokens};
 
@@ -25,15 +27,15 @@ pub(crate) struct Summarizer {
     pub settings: CompactionSettings,
 }
 
-impl Summarizer {
-    /// Summarises the active branch up to the cut point, appends the compaction entry and
-    /// rebuilds the in-memory context from it. Errors are the texts pi reports.
-    async fn compact(
-        &self,
-        conversation: &Conversation,
-        custom_instructions: Option<&str>,
-        cancel: &CancellationToken,
-    ) -> Result<CompactionResult, String> {
+/// The active branch and what compacting it would summarise, worked out once.
+pub(crate) struct Prepared {
+    path: Vec<crate::store::SessionEntry>,
+    preparation: CompactionPreparation,
+}
+
+impl Prepared {
+    /// Errors are pi's texts (`Already compacted`, `Nothing to compact …`).
+    fn of(conversation: &Conversation, keep_recent_tokens: u64) -> Result<Self, String> {
         let path: Vec<crate::store::SessionEntry> = conversation
             .store()
             .branch_path()
@@ -41,8 +43,40 @@ impl Summarizer {
             .cloned()
             .collect();
         let refs: Vec<&crate::store::SessionEntry> = path.iter().collect();
-        let preparation = prepare_compaction(&refs, self.settings.keep_recent_tokens)
-            .map_err(|skip| skip.to_string())?;
+        let preparation =
+            prepare_compaction(&refs, keep_recent_tokens).map_err(|skip| skip.to_string())?;
+        Ok(Self { path, preparation })
+    }
+}
+
+impl Summarizer {
+    /// Summarises what `prepared` names, appends the compaction entry and rebuilds the
+    /// in-memory context from it; `get_state.isCompacting` is true meanwhile. Errors are the
+    /// texts pi reports.
+    async fn compact(
+        &self,
+        conversation: &Conversation,
+        prepared: Prepared,
+        custom_instructions: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionResult, String> {
+        conversation.lock().compacting = true;
+        let outcome = self
+            .summarize(conversation, prepared, custom_instructions, cancel)
+            .await;
+        conversation.lock().compacting = false;
+        outcome
+    }
+
+    async fn summarize(
+        &self,
+        conversation: &Conversation,
+        prepared: Prepared,
+        custom_instructions: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionResult, String> {
+        let Prepared { path, preparation } = prepared;
+        let refs: Vec<&crate::store::SessionEntry> = path.iter().collect();
         let max_tokens = self.model.max_tokens;
         let reserve = self.settings.reserve_tokens;
         let history = if preparation.messages_to_summarize.is_empty() {
@@ -213,13 +247,19 @@ impl AgentSession {
             .await;
         let outcome = match self.summarizer() {
             Ok(summarizer) => {
-                summarizer
-                    .compact(
-                        &self.conversation,
-                        custom_instructions,
-                        &CancellationToken::new(),
-                    )
-                    .await
+                match Prepared::of(&self.conversation, summarizer.settings.keep_recent_tokens) {
+                    Ok(prepared) => {
+                        summarizer
+                            .compact(
+                                &self.conversation,
+                                prepared,
+                                custom_instructions,
+                                &CancellationToken::new(),
+                            )
+                            .await
+                    }
+                    Err(skip) => Err(skip),
+                }
             }
             Err(err) => Err(err.to_string()),
         };
@@ -295,13 +335,10 @@ pub(crate) async fn after_run(
     };
     let will_retry = overflow && last.stop_reason != StopReason::Stop;
     // Nothing to compact: no events at all (pi checks before announcing).
-    {
-        let store = host.conversation.store();
-        let path = store.branch_path();
-        if prepare_compaction(&path, summarizer.settings.keep_recent_tokens).is_err() {
-            return false;
-        }
-    }
+    let Ok(prepared) = Prepared::of(&host.conversation, summarizer.settings.keep_recent_tokens)
+    else {
+        return false;
+    };
     host.events
         .emit(SessionEvent::CompactionStart { reason })
         .await;
@@ -311,7 +348,9 @@ pub(crate) async fn after_run(
             action: None,
         })
         .await;
-    let outcome = summarizer.compact(&host.conversation, None, cancel).await;
+    let outcome = summarizer
+        .compact(&host.conversation, prepared, None, cancel)
+        .await;
     let aborted = cancel.is_cancelled();
     let (result, error_message, will_retry) = match outcome {
         Ok(result) => (Some(result), None, will_retry),

@@ -342,3 +342,21 @@ fn set_auto_compaction_false_leaves_a_full_context_alone() {
         false
     );
 }
+
+#[test]
+fn get_state_reports_a_compaction_in_progress() {
+    let (mock, mut t) = setup(
+        2000,
+        json!({"compaction": {"reserveTokens": 500, "keepRecentTokens": 150}}),
+    );
+    exchange(&mock, &mut t, &long("one"), &long("uno"));
+    mock.push(Reply::text(long("dos")).usage(1600, 20, 0, 0));
+    mock.push(Reply::text("SLOW-SUMMARY").delay_ms(500));
+    t.send(&json!({"type": "prompt", "message": long("two")}));
+    t.event("compaction_start");
+    let during = t.request(json!({"type": "get_state"}))["data"]["isCompacting"].clone();
+    assert_eq!(during, true);
+    t.event("agent_settled");
+    let after = t.request(json!({"type": "get_state"}))["data"]["isCompacting"].clone();
+    assert_eq!(after, false);
+}

@@ -1346,3 +1346,24 @@ fn messages_right_after_a_switch_equal_the_parsed_ones() {
     assert_eq!(early, late);
     assert_eq!(early, Value::Array(expected));
 }
+
+#[test]
+fn session_dir_and_name_flags_place_and_name_the_session() {
+    let mock = MockServer::start_background().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = ready_tau(
+        builder(&mock, "openai-completions")
+            .arg("--session-dir")
+            .arg(dir.path().to_str().unwrap())
+            .arg("--name")
+            .arg("  named run  "),
+    );
+    exchange(&mock, &mut t, "hello", "hi");
+    let s = state(&mut t);
+    assert_eq!(s["sessionName"], "named run");
+    let file = PathBuf::from(s["sessionFile"].as_str().unwrap());
+    // A custom directory is used flat, without the per-directory subfolder.
+    assert_eq!(file.parent(), Some(dir.path()));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains(r#""type":"session_info""#) && text.contains(r#""name":"named run""#));
+}
