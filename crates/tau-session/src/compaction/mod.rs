@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tau_agent::{AgentMessage, CompactionSummaryMessage};
+use tau_agent::AgentMessage;
 use tau_ai::AssistantContent;
 
 use crate::Settings;
@@ -300,39 +300,11 @@ pub fn find_cut_point(
     }
 }
 
-pub(crate) use crate::store::{context_message as entry_message, iso_to_ms};
+pub(crate) use crate::store::context_message as entry_message;
 
-/// The context a branch path rebuilds to (the store's `build_context`, on a path): with a
-/// compaction, its summary, then the entries from its first kept one up to it, then the
-/// entries after it.
+/// The context a branch path rebuilds to: the store's rule, on a path.
 pub fn context_messages(path: &[&SessionEntry]) -> Vec<AgentMessage> {
-    let Some(at) = path
-        .iter()
-        .rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }))
-    else {
-        return path.iter().filter_map(|e| entry_message(e)).collect();
-    };
-    let EntryKind::Compaction {
-        summary,
-        first_kept_entry_id,
-        tokens_before,
-        ..
-    } = &path[at].kind
-    else {
-        return Vec::new();
-    };
-    let kept_from = path[..at]
-        .iter()
-        .position(|e| &e.id == first_kept_entry_id)
-        .unwrap_or(at);
-    let mut messages = vec![AgentMessage::CompactionSummary(CompactionSummaryMessage {
-        summary: summary.clone(),
-        tokens_before: *tokens_before,
-        timestamp: iso_to_ms(&path[at].timestamp),
-    })];
-    messages.extend(path[kept_from..at].iter().filter_map(|e| entry_message(e)));
-    messages.extend(path[at + 1..].iter().filter_map(|e| entry_message(e)));
-    messages
+    crate::store::context_of(path).messages
 }
 
 /// Works out the compaction of a branch path (rpc.md §8.5):

@@ -428,58 +428,7 @@ impl SessionStore {
 
     /// The context for the model along the current branch (rpc.md §7.5).
     pub fn build_context(&self) -> SessionContext {
-        let path = self.branch_path();
-        let mut context = SessionContext::default();
-        let mut compaction = None;
-        for (i, entry) in path.iter().enumerate() {
-            match &entry.kind {
-                EntryKind::ThinkingLevelChange { thinking_level } => {
-                    context.thinking_level = Some(thinking_level.clone());
-                }
-                EntryKind::ModelChange { provider, model_id } => {
-                    context.model = Some((provider.clone(), model_id.clone()));
-                }
-                EntryKind::Message {
-                    message: AgentMessage::Assistant(a),
-                } => context.model = Some((a.provider.clone(), a.model.clone())),
-                EntryKind::Compaction { .. } => compaction = Some(i),
-                _ => {}
-            }
-        }
-        let Some(at) = compaction else {
-            context.messages = Vec::with_capacity(path.len());
-            context
-                .messages
-                .extend(path.iter().filter_map(|e| context_message(e)));
-            return context;
-        };
-        let EntryKind::Compaction {
-            summary,
-            first_kept_entry_id,
-            tokens_before,
-            ..
-        } = &path[at].kind
-        else {
-            return context;
-        };
-        let mut messages = Vec::with_capacity(path.len() - at + 1);
-        messages.push(AgentMessage::CompactionSummary(CompactionSummaryMessage {
-            summary: summary.clone(),
-            tokens_before: *tokens_before,
-            timestamp: iso_to_ms(&path[at].timestamp),
-        }));
-        let kept_from = path[..at]
-            .iter()
-            .position(|e| &e.id == first_kept_entry_id)
-            .unwrap_or(at);
-        messages.extend(
-            path[kept_from..at]
-                .iter()
-                .filter_map(|e| context_message(e)),
-        );
-        messages.extend(path[at + 1..].iter().filter_map(|e| context_message(e)));
-        context.messages = messages;
-        context
+        context_of(&self.branch_path())
     }
 
     /// The session name: the latest `session_info` in file order (any branch); an empty name
@@ -675,6 +624,62 @@ fn user_text(content: &UserContent) -> String {
 }
 
 /// Milliseconds since the epoch of an ISO timestamp; 0 if it does not parse.
+/// The context a branch path rebuilds to (rpc.md §7.5): with a compaction on the path, its
+/// summary, then the entries from its first kept one up to it, then the entries after it.
+pub(crate) fn context_of(path: &[&SessionEntry]) -> SessionContext {
+    let mut context = SessionContext::default();
+    let mut compaction = None;
+    for (i, entry) in path.iter().enumerate() {
+        match &entry.kind {
+            EntryKind::ThinkingLevelChange { thinking_level } => {
+                context.thinking_level = Some(thinking_level.clone());
+            }
+            EntryKind::ModelChange { provider, model_id } => {
+                context.model = Some((provider.clone(), model_id.clone()));
+            }
+            EntryKind::Message {
+                message: AgentMessage::Assistant(a),
+            } => context.model = Some((a.provider.clone(), a.model.clone())),
+            EntryKind::Compaction { .. } => compaction = Some(i),
+            _ => {}
+        }
+    }
+    let Some(at) = compaction else {
+        context.messages = Vec::with_capacity(path.len());
+        context
+            .messages
+            .extend(path.iter().filter_map(|e| context_message(e)));
+        return context;
+    };
+    let EntryKind::Compaction {
+        summary,
+        first_kept_entry_id,
+        tokens_before,
+        ..
+    } = &path[at].kind
+    else {
+        return context;
+    };
+    let mut messages = Vec::with_capacity(path.len() - at + 1);
+    messages.push(AgentMessage::CompactionSummary(CompactionSummaryMessage {
+        summary: summary.clone(),
+        tokens_before: *tokens_before,
+        timestamp: iso_to_ms(&path[at].timestamp),
+    }));
+    let kept_from = path[..at]
+        .iter()
+        .position(|e| &e.id == first_kept_entry_id)
+        .unwrap_or(at);
+    messages.extend(
+        path[kept_from..at]
+            .iter()
+            .filter_map(|e| context_message(e)),
+    );
+    messages.extend(path[at + 1..].iter().filter_map(|e| context_message(e)));
+    context.messages = messages;
+    context
+}
+
 pub(crate) fn iso_to_ms(iso: &str) -> i64 {
     time::OffsetDateTime::parse(iso, &time::format_description::well_known::Rfc3339)
         .map(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
