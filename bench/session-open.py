@@ -9,7 +9,9 @@ For each size it generates two session files (pi's JSONL v3: header, model_chang
 thinking_level_change, then user/assistant messages of about 1 KB each with usage, and now
 and then an assistant tool call followed by its tool result, as one valid parentId chain).
 Each target is started once per size (not measured), switches to the first copy once to warm
-up, then switches back and forth between the two copies; every measured round is
+up, then switches back and forth between the two copies. Rounds are interleaved: round i of
+tau, of pi and of the pipe floor run back to back, so the noise of a shared machine falls on
+all of them alike. Every measured round is
 
     write {"type":"switch_session","sessionPath":…}  ->  its response
     write {"type":"get_messages"}                   ->  its response (read to the last byte)
@@ -119,7 +121,7 @@ class Proc:
                                      bufsize=0)
         self.n = 0
         self.fd = self.proc.stdout.fileno()
-        self.buf, self.scanned = bytearray(), 0
+        self.rest = b""  # bytes read past the end of the last record
 
     def send(self, obj):
         self.n += 1
@@ -130,34 +132,38 @@ class Proc:
         return rid
 
     def readline(self):
-        """One record; large reads straight from the pipe (a buffered readline costs the
-        client more than the agent takes to write a multi-megabyte record)."""
+        """One record as (its first 300 bytes, its length). Large reads straight from the
+        pipe, and the record's chunks are never joined: growing one buffer to a
+        multi-megabyte record costs this client more than the agent takes to write it, and
+        that would hide the agent's own time (pi and tau are read the same way)."""
+        head, length, chunk = b"", 0, self.rest
         while True:
-            at = self.buf.find(b"\n", self.scanned)
+            at = chunk.find(b"\n")
             if at >= 0:
-                line = bytes(self.buf[:at + 1])
-                del self.buf[:at + 1]
-                self.scanned = 0
-                return line
-            self.scanned = len(self.buf)
+                if len(head) < 300:
+                    head += chunk[:300]
+                self.rest = chunk[at + 1:]
+                return head[:300], length + at + 1
+            if len(head) < 300:
+                head += chunk[:300]
+            length += len(chunk)
             chunk = os.read(self.fd, 1 << 22)
             if not chunk:
-                return b""
-            self.buf += chunk
+                self.rest = b""
+                return b"", 0
 
     def wait(self, rid):
         """Reads records until the response with this id; returns (line length, success)."""
         prefix = ('{"id":"%s",' % rid).encode()
         while True:
-            line = self.readline()
-            if not line:
+            head, length = self.readline()
+            if not length:
                 raise SystemExit("process ended while waiting for %s" % rid)
-            if line.startswith(prefix):
-                head = line[:300].decode(errors="replace")
-                ok = '"success":true' in head
-                if not ok:
-                    raise SystemExit("request %s failed: %s" % (rid, head))
-                return len(line)
+            if head.startswith(prefix):
+                text = head.decode(errors="replace")
+                if '"success":true' not in text:
+                    raise SystemExit("request %s failed: %s" % (rid, text))
+                return length
 
     def request(self, obj):
         return self.wait(self.send(obj))
@@ -178,54 +184,83 @@ class Proc:
             self.proc.wait()
 
 
-def measure(cmd, env, cwd, files, runs):
-    p = Proc(cmd, env, cwd)
-    try:
-        p.request({"type": "get_state"})  # started and reading
-        p.request({"type": "switch_session", "sessionPath": files[0]})  # warm-up
-        p.request({"type": "get_messages"})
-        switch, total, size = [], [], 0
-        for i in range(runs):
-            path = files[(i + 1) % 2]
-            t0 = time.monotonic()
-            p.request({"type": "switch_session", "sessionPath": path})
-            t1 = time.monotonic()
-            size = p.request({"type": "get_messages"})
-            t2 = time.monotonic()
-            switch.append(t1 - t0)
-            total.append(t2 - t0)
-            # Untimed: let the process finish whatever the switch left in the background
-            # (tau parses the typed session on another thread) so each round starts idle.
-            p.request({"type": "get_state"})
-            time.sleep(0.05)
-        rss = p.peak_rss_mb()
-    finally:
-        p.close()
-    return {"switch": statistics.median(switch), "total": statistics.median(total),
-            "bytes": size, "rss": rss, "runs": runs}
+class Target:
+    """One agent process switching back and forth between its two copies of a session."""
 
+    def __init__(self, name, cmd, env, cwd, files, runs):
+        self.name, self.files, self.runs = name, files, runs
+        self.switch, self.total, self.bytes = [], [], 0
+        self.p = Proc(cmd, env, cwd)
+        self.p.request({"type": "get_state"})  # started and reading
+        self.p.request({"type": "switch_session", "sessionPath": files[0]})  # warm-up
+        self.p.request({"type": "get_messages"})
 
-def by_bytes(rows, size):
-    return next(r["bytes"] for s, _, name, r in rows if s == size and name == "tau")
-
-
-def pipe_floor(work, size, runs):
-    """The transport alone: `cat` sends a record as large as tau's `get_messages` answer,
-    read the way `Proc` reads, so the part of the total that no agent can save shows."""
-    path = os.path.join(work, "floor.jsonl")
-    with open(path, "wb") as f:
-        f.write(b"x" * (size - 1) + b"\n")
-    times = []
-    for _ in range(runs):
-        p = Proc(["sh", "-c", 'read x; exec cat "$0"', path], os.environ, work)
-        time.sleep(0.05)
+    def round(self, i):
+        p = self.p
         t0 = time.monotonic()
-        p.proc.stdin.write(b"go\n")
-        p.proc.stdin.flush()
-        p.readline()
-        times.append(time.monotonic() - t0)
-        p.close()
-    return statistics.median(times)
+        p.request({"type": "switch_session", "sessionPath": self.files[(i + 1) % 2]})
+        t1 = time.monotonic()
+        self.bytes = p.request({"type": "get_messages"})
+        t2 = time.monotonic()
+        self.switch.append(t1 - t0)
+        self.total.append(t2 - t0)
+        # Untimed: let the process finish whatever the switch left in the background
+        # (tau parses the typed session on another thread) so each round starts idle.
+        p.request({"type": "get_state"})
+
+    def result(self):
+        rss = self.p.peak_rss_mb()
+        self.p.close()
+        return {"switch": statistics.median(self.switch), "total": statistics.median(self.total),
+                "bytes": self.bytes, "rss": rss, "runs": len(self.total)}
+
+
+SENDER = """
+import fcntl, os, sys
+fcntl.fcntl(1, 1031, 1 << 20)  # F_SETPIPE_SZ: the pipe size tau asks for
+data = open(sys.argv[1], "rb").read()
+sys.stdin.buffer.readline()
+view = memoryview(data)
+while view:
+    view = view[os.write(1, view):]
+"""
+
+
+def floor_round(work, size):
+    """The transport alone: a process that already holds a record as large as the
+    `get_messages` answer in memory writes it into the pipe in one call when asked, and it
+    is read the way `Proc` reads. No agent can answer faster than this."""
+    path = os.path.join(work, "floor-%d.jsonl" % size)
+    if not os.path.exists(path):
+        with open(path, "wb") as f:
+            f.write(b"x" * (size - 1) + b"\n")
+    p = Proc([sys.executable, "-c", SENDER, path], os.environ, work)
+    time.sleep(0.1)
+    t0 = time.monotonic()
+    p.proc.stdin.write(b"go\n")
+    p.proc.stdin.flush()
+    p.readline()
+    elapsed = time.monotonic() - t0
+    p.close()
+    return elapsed
+
+
+def measure_interleaved(targets, work, runs):
+    """Round i of every target (and of the pipe floor) runs back to back, so a shared
+    machine's slow and fast moments fall on all of them alike and the ratios hold."""
+    floors = []
+    for i in range(runs):
+        for t in targets:
+            if i < t.runs:
+                t.round(i)
+                time.sleep(0.05)
+        if targets and targets[0].bytes:
+            floors.append(floor_round(work, targets[0].bytes))
+    return {t.name: t.result() for t in targets}, statistics.median(floors) if floors else None
+
+
+def by_bytes(rows, size, target):
+    return next(r["bytes"] for s, _, name, r in rows if s == size and name == target)
 
 
 def main():
@@ -278,6 +313,7 @@ def main():
                 generate(path, size, cwd, seed=size * 2 + k)
                 files.append(path)
             mb = os.path.getsize(files[0]) / 1e6
+            started = []
             for name, cmd, runs in targets:
                 # Each target gets its own copies: tau locks the files it has open.
                 own = []
@@ -285,10 +321,12 @@ def main():
                     copy = path.replace(".jsonl", "-%s.jsonl" % name.split()[0])
                     shutil.copyfile(path, copy)
                     own.append(copy)
-                r = measure(cmd, env, cwd, own, runs)
+                started.append(Target(name, cmd, env, cwd, own, runs))
+            results, floor = measure_interleaved(started, work, max(t.runs for t in started))
+            if floor is not None:
+                floors[size] = (started[0].name, floor)
+            for name, r in results.items():
                 rows.append((size, mb, name, r))
-                if name == "tau":
-                    floors[size] = pipe_floor(work, r["bytes"], runs)
                 print("%7d entries %6.1f MB  %-8s switch %9.1f ms  +get_messages %9.1f ms  "
                       "response %6.1f MB  peak RSS %7.1f MB  (median of %d)"
                       % (size, mb, name, r["switch"] * 1e3, r["total"] * 1e3, r["bytes"] / 1e6,
@@ -305,9 +343,10 @@ def main():
     for size, mb, name, r in rows:
         print("| %d | %.1f | %s | %.1f | %.1f | %.1f | %.1f |" % (
             size, mb, name, r["switch"] * 1e3, r["total"] * 1e3, r["bytes"] / 1e6, r["rss"]))
-    for size, floor in sorted(floors.items()):
+    for size, (name, floor) in sorted(floors.items()):
         print("%d entries: moving a %.1f MB record through a pipe into this client alone takes "
-              "%.1f ms (`cat` as the sender, same reader)" % (size, by_bytes(rows, size) / 1e6, floor * 1e3))
+              "%.1f ms (a sender holding it in memory, same reader, rounds interleaved)"
+              % (size, by_bytes(rows, size, name) / 1e6, floor * 1e3))
     by = {(size, name): r for size, _, name, r in rows}
     for size in sorted({s for s, _, _, _ in rows}):
         t, p = by.get((size, "tau")), by.get((size, "pi 0.79"))

@@ -108,6 +108,43 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Just after an opening quote: moves past the closing quote. Long texts (file contents,
+    /// code) are full of escapes, which would restart a search for quote-or-backslash every
+    /// few dozen bytes; this searches for quotes alone and counts the backslashes before
+    /// each to tell an escaped one.
+    fn skip_string_body(&mut self) -> Skim<()> {
+        let bytes = self.bytes();
+        let start = self.pos;
+        let short_end = bytes.len().min(start + 24);
+        let mut pos = start;
+        while pos < short_end {
+            match bytes[pos] {
+                b'"' => {
+                    self.pos = pos + 1;
+                    return Ok(());
+                }
+                b'\\' => break,
+                _ => pos += 1,
+            }
+        }
+        loop {
+            let rest = bytes.get(pos..).ok_or(Unreadable)?;
+            let quote = pos + memchr::memchr(b'"', rest).ok_or(Unreadable)?;
+            let backslashes = bytes
+                .get(start..quote)
+                .unwrap_or_default()
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\\')
+                .count();
+            if backslashes % 2 == 0 {
+                self.pos = quote + 1;
+                return Ok(());
+            }
+            pos = quote + 1;
+        }
+    }
+
     /// A string or `null`.
     pub fn string(&mut self) -> Skim<Option<Cow<'a, str>>> {
         if self.null() {
@@ -135,7 +172,7 @@ impl<'a> Cursor<'a> {
         match self.peek() {
             Some(b'"') => {
                 self.pos += 1;
-                self.string_body().map(drop)
+                self.skip_string_body()
             }
             Some(b'{' | b'[') => {
                 let bytes = self.bytes();
@@ -145,7 +182,7 @@ impl<'a> Cursor<'a> {
                         None => return Err(Unreadable),
                         Some(b'"') => {
                             self.pos += 1;
-                            self.string_body()?;
+                            self.skip_string_body()?;
                         }
                         Some(b'{' | b'[') => {
                             depth += 1;
@@ -318,5 +355,34 @@ mod tests {
         });
         assert_eq!(walked, Ok(true));
         assert_eq!(firsts, ["{\"a\":1}", "2"]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Stepping over strings full of quotes and backslashes ends exactly where
+        /// serde_json's encoding of them ends, and no strict prefix of a document reads.
+        #[test]
+        fn skipped_strings_end_where_they_end(
+            texts in proptest::collection::vec("[a\"\\\\\n\u{e9}x]{0,40}", 1..4)
+        ) {
+            let encoded: Vec<String> = texts
+                .iter()
+                .map(|t| serde_json::to_string(t).unwrap_or_default())
+                .collect();
+            let src = format!(r#"{{"a":[{}],"b":{},"c":1}}"#, encoded.join(","), encoded[0]);
+            let got = members(&src);
+            proptest::prop_assert_eq!(
+                got,
+                Ok(vec![
+                    ("a".to_string(), format!("[{}]", encoded.join(","))),
+                    ("b".to_string(), encoded[0].clone()),
+                    ("c".to_string(), "1".to_string()),
+                ])
+            );
+            for cut in (0..src.len()).filter(|&i| src.is_char_boundary(i)) {
+                proptest::prop_assert_eq!(members(&src[..cut]).map(|_| ()), Err(Unreadable));
+            }
+        }
     }
 }

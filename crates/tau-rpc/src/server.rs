@@ -161,10 +161,18 @@ impl RpcServer {
     /// Runs one command and returns its response line (`None` when already written).
     async fn dispatch(&mut self, id: Option<Value>, command: RpcCommand) -> Option<Vec<u8>> {
         if let RpcCommand::GetMessages(_) = command
-            && let Some(messages) = self.session.opening_messages_json()
+            && let Some(messages) = self.session.opening_messages()
         {
             // A session switched to a moment ago: its messages straight from the file.
-            return Some(spliced_response(id, "get_messages", "messages", messages));
+            let Some((head, tail)) = response_around(id.clone(), "get_messages", "messages") else {
+                return Some(fail(
+                    id,
+                    "get_messages",
+                    "the response could not be assembled",
+                ));
+            };
+            self.sink.emit_spliced(head, messages.clone(), tail).await;
+            return None;
         }
         self.session.settle();
         let name = command.name();
@@ -492,19 +500,27 @@ fn stats_of(session: &AgentSession) -> SessionStats {
 /// thousands of levels deep cannot pass through `serde_json::Value` (recursion limits both
 /// ways), and messages read straight from a session file need no second serialisation.
 fn spliced_response(id: Option<Value>, command: &str, key: &str, json: &str) -> Vec<u8> {
+    match response_around(id.clone(), command, key) {
+        Some((mut out, tail)) => {
+            out.reserve(json.len() + tail.len());
+            out.extend_from_slice(json.as_bytes());
+            out.extend_from_slice(&tail);
+            out
+        }
+        None => fail(id, command, "the response could not be assembled"),
+    }
+}
+
+/// A success line for `command` whose `data` is `{key: …}`, cut where the value goes.
+fn response_around(id: Option<Value>, command: &str, key: &str) -> Option<(Vec<u8>, Vec<u8>)> {
     let mut data = serde_json::Map::new();
-    data.insert(key.to_string(), Value::Array(Vec::new()));
-    let line = ok(id, command, &data);
-    // `data` is the last member of a success line, so the last `[]` is the placeholder.
-    let Some(at) = line.windows(2).rposition(|w| w == b"[]") else {
-        tracing::error!("no placeholder in the {command} response");
-        return line;
-    };
-    let mut out = Vec::with_capacity(line.len() + json.len());
-    out.extend_from_slice(&line[..at]);
-    out.extend_from_slice(json.as_bytes());
-    out.extend_from_slice(&line[at + 2..]);
-    out
+    data.insert(key.to_string(), Value::Null);
+    let mut line = ok(id, command, &data);
+    // `data` is the last member of a success line, so the last `null` is the placeholder.
+    let at = line.windows(4).rposition(|w| w == b"null")?;
+    let tail = line.get(at + 4..)?.to_vec();
+    line.truncate(at);
+    Some((line, tail))
 }
 
 /// `get_tree`'s response: the tree plus the leaf id.

@@ -2,9 +2,10 @@
 //! async runtime, serialises events off the session's task, and batches whatever is queued
 //! into one write before flushing.
 
-use std::io::{self, Write};
+use std::io::{self, BufWriter, IoSlice, Write};
 
 use tau_agent::{AgentEvent, AgentMessage};
+use tau_session::store::RawJsonArray;
 use tau_session::{Outbound, SessionEvent};
 use tokio::sync::{mpsc, oneshot};
 
@@ -35,13 +36,18 @@ pub fn write_loop(
     }
 }
 
-fn write_record(
-    out: &mut impl Write,
+fn write_record<W: Write>(
+    out: &mut BufWriter<W>,
     renderer: &mut SnapshotRenderer,
     record: Outbound,
 ) -> io::Result<()> {
     match record {
         Outbound::Line(line) => out.write_all(&line)?,
+        Outbound::Spliced { head, array, tail } => {
+            out.write_all(&head)?;
+            write_array(out, &array)?;
+            out.write_all(&tail)?;
+        }
         Outbound::Event(event) => {
             match event.as_ref() {
                 SessionEvent::Agent(AgentEvent::MessageUpdate {
@@ -49,7 +55,7 @@ fn write_record(
                     assistant_message_event,
                     ..
                 }) => {
-                    renderer.write_update(out, usage.as_ref(), assistant_message_event)?;
+                    renderer.write_update(&mut *out, usage.as_ref(), assistant_message_event)?;
                     return out.write_all(b"\n");
                 }
                 SessionEvent::Agent(AgentEvent::MessageStart {
@@ -72,4 +78,44 @@ fn write_record(
         }
     }
     out.write_all(b"\n")
+}
+
+/// Writes `[e1,e2,…]`. A large array goes to the output in vectored writes straight from
+/// the buffer its elements live in: copying megabytes into the buffered writer first would
+/// only add a pass over them.
+fn write_array<W: Write>(out: &mut BufWriter<W>, array: &RawJsonArray) -> io::Result<()> {
+    if array.written_len() <= out.capacity() {
+        out.write_all(b"[")?;
+        for (i, element) in array.elements().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(element)?;
+        }
+        return out.write_all(b"]");
+    }
+    out.flush()?;
+    let mut slices = Vec::with_capacity(2 * array.elements().len() + 1);
+    slices.push(IoSlice::new(b"["));
+    for (i, element) in array.elements().enumerate() {
+        if i > 0 {
+            slices.push(IoSlice::new(b","));
+        }
+        slices.push(IoSlice::new(element));
+    }
+    slices.push(IoSlice::new(b"]"));
+    write_all_vectored(out.get_mut(), &mut slices)
+}
+
+/// `Write::write_all_vectored` is not stable yet; this is its loop.
+fn write_all_vectored(out: &mut impl Write, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+    while !slices.is_empty() {
+        match out.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(written) => IoSlice::advance_slices(&mut slices, written),
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
 }

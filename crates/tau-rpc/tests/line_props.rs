@@ -116,6 +116,9 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
                     let line = match record {
                         Outbound::Line(line) => line,
                         Outbound::Event(event) => serde_json::to_vec(&event).unwrap(),
+                        Outbound::Spliced { head, array, tail } => {
+                            [head, array.to_vec(), tail].concat()
+                        }
                     };
                     written.lock().unwrap().push(line);
                 }

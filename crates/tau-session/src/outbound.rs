@@ -5,6 +5,7 @@
 use tokio::sync::mpsc;
 
 use crate::SessionEvent;
+use crate::store::RawJsonArray;
 
 /// A record on its way to the single stdout writer.
 #[derive(Debug)]
@@ -13,6 +14,13 @@ pub enum Outbound {
     Event(Box<SessionEvent>),
     /// A complete JSON record without its trailing newline.
     Line(Vec<u8>),
+    /// A record written as `head`, `array`, `tail`: a large array (a session's messages
+    /// straight from its file) goes out without being copied into one buffer first.
+    Spliced {
+        head: Vec<u8>,
+        array: RawJsonArray,
+        tail: Vec<u8>,
+    },
 }
 
 /// Cloneable handle feeding the writer. The channel is bounded, so a client that stops reading
@@ -37,5 +45,10 @@ impl EventSink {
     /// Queues a pre-serialised record.
     pub async fn emit_line(&self, line: Vec<u8>) {
         let _ = self.tx.send(Outbound::Line(line)).await;
+    }
+
+    /// Queues a record whose array is spliced in as it is written.
+    pub async fn emit_spliced(&self, head: Vec<u8>, array: RawJsonArray, tail: Vec<u8>) {
+        let _ = self.tx.send(Outbound::Spliced { head, array, tail }).await;
     }
 }

@@ -126,8 +126,8 @@ impl AgentSession {
 
     /// While a switched-to session is still being parsed: its messages as JSON, straight from
     /// the file, when they can be served that way.
-    pub fn opening_messages_json(&self) -> Option<&str> {
-        self.opening.as_ref().and_then(|o| o.messages_json())
+    pub fn opening_messages(&self) -> Option<&crate::store::RawJsonArray> {
+        self.opening.as_ref().and_then(|o| o.messages())
     }
 
     /// `new_session`: an empty session in the same directory; `parent_session` goes into
@@ -175,7 +175,14 @@ impl AgentSession {
         }
         self.abort().await;
         self.clear_queues().await;
-        self.conversation.lock().messages.clear();
+        // Until `settle` (which every command but `get_messages` calls first) an empty
+        // in-memory session stands in; the old one is freed by the parse thread.
+        let old_store = std::mem::replace(
+            &mut *self.conversation.store(),
+            SessionStore::in_memory(&self.config.cwd),
+        );
+        let old_messages = std::mem::take(&mut self.conversation.lock().messages);
+        opening.discard((old_store, old_messages));
         self.opening = Some(opening);
         Ok(())
     }

@@ -7,8 +7,12 @@
 //! file's bytes, which the parse would only turn back into the same JSON.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use tau_ai::skim::{Cursor, Skim};
@@ -16,17 +20,81 @@ use tau_ai::skim::{Cursor, Skim};
 use super::entry::{CURRENT_VERSION, SessionHeader};
 use super::{SessionStore, StoreError, open_locked};
 
+/// How long the typed parse waits before it starts on its own, unless a command needs the
+/// store sooner. Why wait at all: a host that switches asks for the messages next, and on a
+/// two-core machine a parse started at once takes the cores that writing that answer (and
+/// the host reading it) need. 50 ms covers writing a 100 MB answer into a pipe.
+const PARSE_DELAY: Duration = Duration::from_millis(50);
+
+/// A JSON array whose elements are slices of a shared buffer (a session file's bytes):
+/// written out as `[e1,e2,…]` without being copied into one string first.
+#[derive(Debug, Clone)]
+pub struct RawJsonArray {
+    bytes: Arc<Vec<u8>>,
+    elements: Arc<[Range<usize>]>,
+}
+
+impl RawJsonArray {
+    /// The elements' texts, in order.
+    pub fn elements(&self) -> impl ExactSizeIterator<Item = &[u8]> {
+        self.elements
+            .iter()
+            .map(|range| self.bytes.get(range.clone()).unwrap_or_default())
+    }
+
+    /// The array's length in bytes once written.
+    pub fn written_len(&self) -> usize {
+        let commas = self.elements.len().saturating_sub(1);
+        2 + commas
+            + self
+                .elements
+                .iter()
+                .map(ExactSizeIterator::len)
+                .sum::<usize>()
+    }
+
+    /// The array as one string (tests and the rare caller that needs it whole).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.written_len());
+        out.push(b'[');
+        for (i, element) in self.elements().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(element);
+        }
+        out.push(b']');
+        out
+    }
+}
+
+/// What the parse thread is told while it waits.
+enum ToParser {
+    /// Something to drop before the parse starts.
+    Discard(Box<dyn Send>),
+}
+
+impl std::fmt::Debug for ToParser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Discard")
+    }
+}
+
 /// A session file being opened; [`DeferredOpen::finish`] gives the store.
 #[derive(Debug)]
 pub struct DeferredOpen {
     header: SessionHeader,
-    messages_json: Option<String>,
+    messages: Option<RawJsonArray>,
     parsing: Parsing,
 }
 
 #[derive(Debug)]
 enum Parsing {
-    Thread(JoinHandle<Result<SessionStore, StoreError>>),
+    Thread {
+        handle: JoinHandle<Result<SessionStore, StoreError>>,
+        /// Dropping it starts the parse at once.
+        to_parser: mpsc::Sender<ToParser>,
+    },
     /// Files that need a migration are opened the ordinary way.
     Done(Box<Result<SessionStore, StoreError>>),
 }
@@ -36,23 +104,36 @@ impl DeferredOpen {
         &self.header
     }
 
-    /// The active branch's context as a JSON array, taken from the file, when the branch holds
-    /// only plain messages (no compaction, branch summary or extension message to turn into
-    /// one) whose roles tau knows; `None` otherwise.
-    pub fn messages_json(&self) -> Option<&str> {
-        self.messages_json.as_deref()
+    /// The active branch's context as a JSON array of slices of the file, when the branch
+    /// holds only plain messages (no compaction, branch summary or extension message to turn
+    /// into one) whose roles tau knows; `None` otherwise.
+    pub fn messages(&self) -> Option<&RawJsonArray> {
+        self.messages.as_ref()
     }
 
-    /// Waits for the parse.
+    /// Hands `garbage` (the session being left) to the parse thread, which drops it before
+    /// it parses: freeing a large session takes milliseconds the switch should not wait
+    /// for, and freeing it before the parse keeps two sessions from being held at once.
+    pub fn discard(&self, garbage: impl Send + 'static) {
+        if let Parsing::Thread { to_parser, .. } = &self.parsing {
+            // A parse thread that is gone has nothing to free it; it is dropped here then.
+            let _ = to_parser.send(ToParser::Discard(Box::new(garbage)));
+        }
+    }
+
+    /// Waits for the parse (starting it now if it has not started yet).
     pub fn finish(self) -> Result<SessionStore, StoreError> {
         match self.parsing {
             Parsing::Done(result) => *result,
-            Parsing::Thread(handle) => handle.join().unwrap_or_else(|_| {
-                Err(StoreError::Io {
-                    path: PathBuf::new(),
-                    source: std::io::Error::other("the session parser thread failed"),
+            Parsing::Thread { handle, to_parser } => {
+                drop(to_parser);
+                handle.join().unwrap_or_else(|_| {
+                    Err(StoreError::Io {
+                        path: PathBuf::new(),
+                        source: std::io::Error::other("the session parser thread failed"),
+                    })
                 })
-            }),
+            }
         }
     }
 }
@@ -68,34 +149,49 @@ impl SessionStore {
         let Some(header) = header.filter(|h| h.version >= CURRENT_VERSION) else {
             // Leading blank lines, an old version or no header at all: the ordinary open
             // handles (or reports) them.
-            let store = Self::from_bytes(file, path, bytes)?;
+            let store = Self::from_bytes(file, path, &bytes)?;
             return Ok(DeferredOpen {
                 header: store.header().clone(),
-                messages_json: None,
+                messages: None,
                 parsing: Parsing::Done(Box::new(Ok(store))),
             });
         };
-        let messages_json = std::str::from_utf8(&bytes[first_line_end..])
-            .ok()
-            .and_then(branch_messages_json);
+        let bytes = Arc::new(bytes);
+        let messages = branch_message_spans(&bytes, first_line_end).map(|elements| RawJsonArray {
+            bytes: Arc::clone(&bytes),
+            elements: elements.into(),
+        });
         let owned_path = path.to_path_buf();
-        let parsing = std::thread::Builder::new()
+        let (to_parser, told) = mpsc::channel::<ToParser>();
+        let handle = std::thread::Builder::new()
             .name("tau-session-load".into())
-            .spawn(move || Self::from_bytes(file, &owned_path, bytes))
+            .spawn(move || {
+                let deadline = Instant::now() + PARSE_DELAY;
+                let mut garbage = Vec::new();
+                // Until the delay is over or the sender is dropped (`finish`).
+                while let Ok(ToParser::Discard(g)) =
+                    told.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                {
+                    garbage.push(g);
+                }
+                drop(garbage);
+                Self::from_bytes(file, &owned_path, &bytes)
+            })
             .map_err(|source| StoreError::Io {
                 path: path.to_path_buf(),
                 source,
             })?;
         Ok(DeferredOpen {
             header,
-            messages_json,
-            parsing: Parsing::Thread(parsing),
+            messages,
+            parsing: Parsing::Thread { handle, to_parser },
         })
     }
 }
 
 /// What the skim keeps of one entry line.
 struct Skimmed<'a> {
+    id: &'a str,
     kind: &'a str,
     parent: Option<&'a str>,
     /// The `message` value's text and whether its role is one tau's context holds as is.
@@ -104,9 +200,10 @@ struct Skimmed<'a> {
 
 const PLAIN_ROLES: [&str; 5] = ["user", "assistant", "toolResult", "bashExecution", "custom"];
 
-fn skim_line(line: &str) -> Skim<(&str, Skimmed<'_>)> {
+fn skim_line(line: &str) -> Skim<Skimmed<'_>> {
     let mut id = None;
     let mut skimmed = Skimmed {
+        id: "",
         kind: "",
         parent: None,
         message: None,
@@ -139,8 +236,8 @@ fn skim_line(line: &str) -> Skim<(&str, Skimmed<'_>)> {
             Ok(())
         })
     })?;
-    let id = id.ok_or(tau_ai::skim::Unreadable)?;
-    Ok((id, skimmed))
+    skimmed.id = id.ok_or(tau_ai::skim::Unreadable)?;
+    Ok(skimmed)
 }
 
 /// A string without escapes, borrowed (ids and entry types never need any).
@@ -152,8 +249,9 @@ fn borrowed<'a>(c: &mut Cursor<'a>) -> Skim<&'a str> {
 }
 
 /// Skims every entry line, in file order; a large text is cut at line ends into one run per
-/// core, skimmed in parallel (the skim is most of what the switch waits for).
-fn skim_runs(text: &str) -> Option<Vec<Vec<(&str, Skimmed<'_>)>>> {
+/// core, checked as UTF-8 and skimmed in parallel (the skim is most of what the switch
+/// waits for). `None` when some run is not UTF-8 or a worker failed: the parse answers then.
+fn skim_runs(text: &[u8]) -> Option<Vec<Skimmed<'_>>> {
     let threads = if text.len() < (1 << 20) {
         1
     } else {
@@ -164,79 +262,110 @@ fn skim_runs(text: &str) -> Option<Vec<Vec<(&str, Skimmed<'_>)>>> {
         let from = (text.len() * i / threads).max(cuts.last().copied().unwrap_or(0));
         let cut = text
             .get(from..)
-            .and_then(|rest| rest.find('\n'))
+            .and_then(|rest| memchr::memchr(b'\n', rest))
             .map_or(text.len(), |at| from + at + 1);
         cuts.push(cut);
     }
     cuts.push(text.len());
+    let run = |w: &[usize]| {
+        let run = std::str::from_utf8(text.get(w[0]..w[1]).unwrap_or_default()).ok()?;
+        Some(skim_run(run))
+    };
     if threads == 1 {
-        return Some(vec![skim_run(text)]);
+        return run(&cuts);
     }
+    // Every run gets its own thread while this one waits: a thread that keeps working
+    // after spawning shares its core with the new one until the scheduler moves one of
+    // them, which measured 1.5 ms slower on two cores.
     std::thread::scope(|scope| {
         let workers: Vec<_> = cuts
             .windows(2)
-            .map(|w| {
-                let run = text.get(w[0]..w[1]).unwrap_or_default();
-                scope.spawn(move || skim_run(run))
-            })
+            .map(|w| scope.spawn(move || run(w)))
             .collect();
-        // A failed worker means no answer from the file's bytes: the parse answers instead.
-        workers.into_iter().map(|w| w.join().ok()).collect()
+        let mut all = Vec::new();
+        for worker in workers {
+            all.append(&mut worker.join().ok()??);
+        }
+        Some(all)
     })
 }
 
-fn skim_run(run: &str) -> Vec<(&str, Skimmed<'_>)> {
-    run.split('\n')
-        .filter(|line| !line.trim().is_empty())
-        // A line the skim cannot read (a torn tail) is skipped, as the parse skips it.
-        .filter_map(|line| skim_line(line).ok())
-        .filter(|(_, skimmed)| skimmed.kind != "session")
-        .collect()
+fn skim_run(run: &str) -> Vec<Skimmed<'_>> {
+    let mut skimmed = Vec::with_capacity(run.len() / 512);
+    let mut rest = run;
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'\n', rest.as_bytes()).unwrap_or(rest.len());
+        let line = rest.get(..end).unwrap_or_default();
+        rest = rest.get(end + 1..).unwrap_or_default();
+        // A line the skim cannot read (a torn tail) is skipped, as the parse skips it; so
+        // are blank lines.
+        if let Ok(entry) = skim_line(line)
+            && entry.kind != "session"
+        {
+            skimmed.push(entry);
+        }
+    }
+    skimmed
 }
 
-/// The JSON array of the branch ending at the last entry, when it is plain messages.
-fn branch_messages_json(text: &str) -> Option<String> {
-    let runs = skim_runs(text)?;
-    let mut entries: HashMap<&str, Skimmed<'_>> =
-        HashMap::with_capacity(runs.iter().map(Vec::len).sum());
-    let mut leaf = None;
-    for (id, skimmed) in runs.into_iter().flatten() {
-        leaf = Some(id);
-        entries.insert(id, skimmed);
-    }
-    let mut branch = Vec::new();
-    let mut at = leaf;
+/// The byte ranges (in `bytes`) of the messages on the branch ending at the last entry, in
+/// order, when they are all plain messages; the entry lines start after `header_end`.
+fn branch_message_spans(bytes: &[u8], header_end: usize) -> Option<Vec<Range<usize>>> {
+    let text = bytes.get(header_end..)?;
+    let entries = skim_runs(text)?;
+    let base = bytes.as_ptr().addr();
+    let mut spans = Vec::new();
+    // Entries nearly always follow their parent directly, so the walk looks one line back
+    // first and builds an id index only when a branch point makes it necessary.
+    let mut index: Option<HashMap<&str, usize>> = None;
+    let mut at = entries.len().checked_sub(1);
     let mut steps = 0usize;
-    while let Some(id) = at {
+    while let Some(i) = at {
         steps += 1;
         if steps > entries.len() {
             return None; // a parent cycle
         }
-        let entry = entries.get(id)?;
+        let entry = entries.get(i)?;
         match (entry.kind, entry.message) {
-            ("message", Some((json, true))) => branch.push(json),
+            ("message", Some((json, true))) => {
+                let start = json.as_ptr().addr() - base;
+                spans.push(start..start + json.len());
+            }
             ("message", _) | ("compaction", _) | ("branch_summary", _) | ("custom_message", _) => {
                 return None;
             }
             _ => {}
         }
-        at = entry.parent;
+        at = match entry.parent {
+            None => None,
+            Some(parent) if i > 0 && entries[i - 1].id == parent => Some(i - 1),
+            Some(parent) => {
+                let index = index.get_or_insert_with(|| {
+                    entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect()
+                });
+                Some(*index.get(parent)?)
+            }
+        };
     }
-    let mut out = String::with_capacity(text.len());
-    out.push('[');
-    for (i, json) in branch.iter().rev().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(json);
-    }
-    out.push(']');
-    Some(out)
+    spans.reverse();
+    Some(spans)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::branch_messages_json;
+    use std::sync::Arc;
+
+    use super::{RawJsonArray, branch_message_spans};
+
+    fn branch_messages_json(text: &str) -> Option<String> {
+        let elements = branch_message_spans(text.as_bytes(), 0)?;
+        let array = RawJsonArray {
+            bytes: Arc::new(text.as_bytes().to_vec()),
+            elements: elements.into(),
+        };
+        assert_eq!(array.written_len(), array.to_vec().len());
+        String::from_utf8(array.to_vec()).ok()
+    }
 
     fn message(id: &str, parent: &str, role: &str, text: &str) -> String {
         format!(

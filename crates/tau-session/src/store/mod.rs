@@ -8,7 +8,7 @@ mod entry;
 mod fast;
 mod load;
 
-pub use deferred::DeferredOpen;
+pub use deferred::{DeferredOpen, RawJsonArray};
 pub use discover::{find_by_id_prefix, most_recent_in};
 pub use entry::{CURRENT_VERSION, EntryKind, SessionEntry, SessionHeader};
 
@@ -133,13 +133,13 @@ impl SessionStore {
     /// versions are migrated and the file is replaced atomically. The leaf is the last entry.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let (file, bytes) = open_locked(path)?;
-        Self::from_bytes(file, path, bytes)
+        Self::from_bytes(file, path, &bytes)
     }
 
     /// The rest of [`SessionStore::open`]: parse `bytes` (the whole file) into a store that
     /// appends to `file`.
-    pub(crate) fn from_bytes(file: File, path: &Path, bytes: Vec<u8>) -> Result<Self, StoreError> {
-        let loaded = load::read_session(&bytes[..], path)?;
+    pub(crate) fn from_bytes(file: File, path: &Path, bytes: &[u8]) -> Result<Self, StoreError> {
+        let loaded = load::read_session(bytes, path)?;
         let file = match &loaded.rewrite {
             Some(lines) => replace_file(path, lines)?,
             None => file,

@@ -1347,6 +1347,124 @@ fn messages_right_after_a_switch_equal_the_parsed_ones() {
     assert_eq!(early, Value::Array(expected));
 }
 
+/// A session of `count` user/assistant messages with text full of escapes, where the last
+/// two entries branch off the middle (so the active branch skips a run of entries), and a
+/// torn line in the middle of the file that a crash left behind.
+fn large_branched_session(dir: &Path, cwd: &Path, count: usize) -> PathBuf {
+    let mut text = serde_json::to_string(&json!({"type": "session", "version": 3,
+        "id": "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0001", "timestamp": "2026-01-01T00:00:00.000Z",
+        "cwd": cwd.to_str().unwrap()}))
+    .unwrap();
+    text.push('\n');
+    let body = "line \"quoted\" \\ back\nslash\ttab é ".repeat(40);
+    let entry = |i: usize, parent: Option<String>, role: &str| {
+        let message = if role == "user" {
+            json!({"role": "user", "content": [{"type": "text", "text": format!("{i} {body}")}],
+                "timestamp": i})
+        } else {
+            json!({"role": "assistant", "content": [{"type": "text", "text": format!("{i} {body}")}],
+                "api": "openai-completions", "provider": "mock", "model": "mock-1",
+                "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0,
+                    "totalTokens": 2, "cost": {"input": 0, "output": 0, "cacheRead": 0,
+                    "cacheWrite": 0, "total": 0}},
+                "stopReason": "stop", "timestamp": i})
+        };
+        serde_json::to_string(&json!({"type": "message", "id": format!("{i:08x}"),
+            "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z", "message": message}))
+        .unwrap()
+    };
+    let mut parent = None;
+    for i in 0..count {
+        text.push_str(&entry(
+            i,
+            parent.clone(),
+            if i % 2 == 0 { "user" } else { "assistant" },
+        ));
+        text.push('\n');
+        if i == count / 2 {
+            // A crash cut this line short; the next append started a new line.
+            let torn = entry(900_000, Some(format!("{i:08x}")), "user");
+            text.push_str(&torn[..torn.len() / 2]);
+            text.push('\n');
+        }
+        parent = Some(format!("{i:08x}"));
+    }
+    // The branch: two entries whose chain leaves out the last third of the file.
+    let branch_from = format!("{:08x}", count / 3 * 2 - 1);
+    text.push_str(&entry(1_000_000, Some(branch_from), "user"));
+    text.push('\n');
+    text.push_str(&entry(
+        1_000_001,
+        Some(format!("{:08x}", 1_000_000)),
+        "assistant",
+    ));
+    text.push('\n');
+    let path = dir.join("large-branched.jsonl");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_large_branched_session_is_served_from_the_file_as_it_is_parsed() {
+    let (_mock, mut t) = setup();
+    let cwd = canonical_cwd(&t);
+    let path = large_branched_session(&cwd, &cwd, 1200);
+    let file: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let expected = active_branch_messages(&file);
+    assert_eq!(expected.len(), 1200 / 3 * 2 + 2);
+    ok(
+        &mut t,
+        json!({"type": "switch_session", "sessionPath": path.to_str().unwrap()}),
+    );
+    // Over a megabyte of messages, written straight from the file's bytes, then a response
+    // to the next command on its own line.
+    t.send(&json!({"id": "early", "type": "get_messages"}));
+    t.send(&json!({"id": "after", "type": "get_state"}));
+    let early = t.response("early");
+    assert!(early.to_string().len() > 1 << 20);
+    assert_eq!(early["data"]["messages"], Value::Array(expected.clone()));
+    assert_eq!(t.response("after")["data"]["messageCount"], expected.len());
+    let late = ok(&mut t, json!({"type": "get_messages"}))["messages"].clone();
+    assert_eq!(late, Value::Array(expected));
+}
+
+#[test]
+fn a_session_switched_away_from_is_free_for_another_process() {
+    let (mock, mut t) = setup();
+    exchange(&mock, &mut t, "first prompt", "first reply");
+    let first = session_file(&mut t);
+    ok(&mut t, json!({"type": "new_session"}));
+    exchange(&mock, &mut t, "second prompt", "second reply");
+    let second = session_file(&mut t);
+    ok(
+        &mut t,
+        json!({"type": "switch_session", "sessionPath": first.to_str().unwrap()}),
+    );
+    // The session left behind is released once the switch has settled.
+    state(&mut t);
+    let mut other = ready_tau(builder(&mock, "openai-completions"));
+    ok(
+        &mut other,
+        json!({"type": "switch_session", "sessionPath": second.to_str().unwrap()}),
+    );
+    exchange(&mock, &mut other, "other prompt", "other reply");
+    assert!(
+        std::fs::read_to_string(&second)
+            .unwrap()
+            .contains("other prompt")
+    );
+    // The one switched to stays held.
+    let error = fails(
+        &mut other,
+        json!({"type": "switch_session", "sessionPath": first.to_str().unwrap()}),
+    );
+    assert!(error.contains("in use"), "{error}");
+}
+
 #[test]
 fn session_dir_and_name_flags_place_and_name_the_session() {
     let mock = MockServer::start_background().unwrap();
