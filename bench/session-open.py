@@ -188,7 +188,7 @@ class Target:
     """One agent process switching back and forth between its two copies of a session."""
 
     def __init__(self, name, cmd, env, cwd, files, runs):
-        self.name, self.files, self.runs = name, files, runs
+        self.name, self.files, self.runs, self.cmd = name, files, runs, cmd
         self.switch, self.total, self.bytes = [], [], 0
         self.p = Proc(cmd, env, cwd)
         self.p.request({"type": "get_state"})  # started and reading
@@ -259,6 +259,17 @@ def measure_interleaved(targets, work, runs):
     return {t.name: t.result() for t in targets}, statistics.median(floors) if floors else None
 
 
+def cold_start(cmd, env, cwd, path):
+    """Seconds from starting the process with `--session path` to the last byte of the
+    answer to a `get_messages` written at once (the client does not wait for anything)."""
+    t0 = time.monotonic()
+    p = Proc(cmd + ["--session", path], env, cwd)
+    p.request({"type": "get_messages"})
+    elapsed = time.monotonic() - t0
+    p.close()
+    return elapsed
+
+
 def by_bytes(rows, size, target):
     return next(r["bytes"] for s, _, name, r in rows if s == size and name == target)
 
@@ -272,6 +283,9 @@ def main():
     parser.add_argument("--pi", default="/tmp/pi-ref")
     parser.add_argument("--only", help="run only the targets whose name contains this")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    parser.add_argument("--startup", action="store_true",
+                        help="also measure a cold start: the process started with --session "
+                             "<file> and asked for get_messages at once")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="session-open-")
@@ -325,6 +339,15 @@ def main():
             results, floor = measure_interleaved(started, work, max(t.runs for t in started))
             if floor is not None:
                 floors[size] = (started[0].name, floor)
+            if args.startup:
+                for t in started:
+                    t.startup = []
+                for i in range(max(t.runs for t in started)):
+                    for t in started:
+                        if i < t.runs:
+                            t.startup.append(cold_start(t.cmd, env, cwd, t.files[i % 2]))
+                for t in started:
+                    results[t.name]["startup"] = statistics.median(t.startup)
             for name, r in results.items():
                 rows.append((size, mb, name, r))
                 print("%7d entries %6.1f MB  %-8s switch %9.1f ms  +get_messages %9.1f ms  "
@@ -343,6 +366,10 @@ def main():
     for size, mb, name, r in rows:
         print("| %d | %.1f | %s | %.1f | %.1f | %.1f | %.1f |" % (
             size, mb, name, r["switch"] * 1e3, r["total"] * 1e3, r["bytes"] / 1e6, r["rss"]))
+    for size, _, name, r in rows:
+        if "startup" in r:
+            print("%d entries, %s: started with --session, get_messages answered after %.1f ms"
+                  % (size, name, r["startup"] * 1e3))
     for size, (name, floor) in sorted(floors.items()):
         print("%d entries: moving a %.1f MB record through a pipe into this client alone takes "
               "%.1f ms (a sender holding it in memory, same reader, rounds interleaved)"

@@ -31,7 +31,7 @@ pub use session::{
     SessionStats,
 };
 pub use settings::Settings;
-pub use startup::{SessionChoice, session_dir, startup_store};
+pub use startup::{SessionChoice, StartupStore, session_dir, startup_store};
 pub use todos::{TodoItem, TodoPhase, TodoStatus};
 
 /// Names of the built-in tools; host tools may not reuse them.

@@ -159,9 +159,15 @@ impl AgentSession {
         settings: Settings,
         registry: Registry,
         startup: StartupModel,
-        store: SessionStore,
+        store: impl Into<crate::StartupStore>,
         events: EventSink,
     ) -> Self {
+        let (store, opening) = match store.into() {
+            crate::StartupStore::Ready(store) => (store, None),
+            crate::StartupStore::Opening(opening) => {
+                (SessionStore::in_memory(&config.cwd), Some(opening))
+            }
+        };
         let resumed = !store.entries().is_empty();
         let conversation = Arc::new(Conversation::new(store));
         {
@@ -195,12 +201,17 @@ impl AgentSession {
             opening: None,
             bash_commands: Arc::default(),
         };
-        if resumed {
+        if opening.is_some() {
+            // Restored when the parse is done (`settle`), like a switched-to session.
+            session.opening = opening;
+        } else if resumed {
             session.restore_from_store();
         } else {
             session.record_start();
         }
         if let Some(name) = session.config.name.clone() {
+            // The name goes into the file: that needs the parsed session.
+            session.settle();
             session
                 .conversation
                 .persist(|store| store.append_session_info(&name));

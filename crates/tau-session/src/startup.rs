@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::store::{SessionStore, find_by_id_prefix, most_recent_in};
+use crate::store::{DeferredOpen, SessionStore, find_by_id_prefix, most_recent_in};
 use crate::{SessionConfig, Settings, paths};
 
 /// How the command line asked to pick the session.
@@ -38,14 +38,30 @@ pub fn session_dir(config: &SessionConfig, settings: &Settings) -> (PathBuf, boo
     }
 }
 
+/// The session a starting tau works in.
+#[derive(Debug)]
+pub enum StartupStore {
+    /// New, forked, or in memory.
+    Ready(SessionStore),
+    /// An existing file, opened as `switch_session` opens one: its messages can be served
+    /// from the file while the typed parse waits (decision T53).
+    Opening(DeferredOpen),
+}
+
+impl From<SessionStore> for StartupStore {
+    fn from(store: SessionStore) -> Self {
+        Self::Ready(store)
+    }
+}
+
 /// Opens or creates the session to start in. Errors are the CLI's messages.
 pub fn startup_store(
     config: &SessionConfig,
     settings: &Settings,
     choice: &SessionChoice,
-) -> Result<SessionStore, String> {
+) -> Result<StartupStore, String> {
     if config.no_session {
-        return Ok(SessionStore::in_memory(&config.cwd));
+        return Ok(SessionStore::in_memory(&config.cwd).into());
     }
     let (dir, custom) = session_dir(config, settings);
     // Created eagerly, as pi does, so a host can watch it from the start.
@@ -56,12 +72,16 @@ pub fn startup_store(
         );
     }
     let filter = custom.then_some(config.cwd.as_path());
-    let open = |path: &Path| SessionStore::open(path).map_err(|e| e.to_string());
+    let open = |path: &Path| {
+        SessionStore::open_deferred(path)
+            .map(StartupStore::Opening)
+            .map_err(|e| e.to_string())
+    };
     match choice {
-        SessionChoice::New => Ok(SessionStore::create(&dir, &config.cwd, None)),
+        SessionChoice::New => Ok(SessionStore::create(&dir, &config.cwd, None).into()),
         SessionChoice::Continue => match most_recent_in(&dir, filter) {
             Some(path) => open(&path),
-            None => Ok(SessionStore::create(&dir, &config.cwd, None)),
+            None => Ok(SessionStore::create(&dir, &config.cwd, None).into()),
         },
         SessionChoice::WithId(id) => {
             let exact = std::fs::read_dir(&dir).ok().and_then(|files| {
@@ -73,7 +93,7 @@ pub fn startup_store(
             });
             match exact {
                 Some(path) => open(&path),
-                None => Ok(SessionStore::create_with_id(&dir, &config.cwd, id)),
+                None => Ok(SessionStore::create_with_id(&dir, &config.cwd, id).into()),
             }
         }
         SessionChoice::Open(arg) => {
@@ -81,14 +101,15 @@ pub fn startup_store(
             if path.exists() {
                 open(&path)
             } else {
-                Ok(SessionStore::create_at(path, &config.cwd, None))
+                Ok(SessionStore::create_at(path, &config.cwd, None).into())
             }
         }
         SessionChoice::Fork(arg) => {
             let path = locate(config, &dir, filter, arg)?;
-            let source = open(&path)?;
+            let source = SessionStore::open(&path).map_err(|e| e.to_string())?;
             source
                 .copied_to(&dir, &config.cwd)
+                .map(StartupStore::Ready)
                 .map_err(|e| e.to_string())
         }
     }

@@ -1485,3 +1485,73 @@ fn session_dir_and_name_flags_place_and_name_the_session() {
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.contains(r#""type":"session_info""#) && text.contains(r#""name":"named run""#));
 }
+
+#[test]
+fn a_session_opened_at_startup_serves_its_messages_before_the_parse() {
+    let mock = MockServer::start_background().unwrap();
+    let dirs = tau_test_kit::Dirs::new();
+    let cwd = dirs.cwd().canonicalize().unwrap();
+    let path = large_branched_session(&cwd, &cwd, 600);
+    let file: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let expected = active_branch_messages(&file);
+    let mut t = ready_tau(
+        builder(&mock, "openai-completions")
+            .dirs(dirs)
+            .arg("--session")
+            .arg(path.to_str().unwrap()),
+    );
+    let early = ok(&mut t, json!({"type": "get_messages"}))["messages"].clone();
+    assert_eq!(early, Value::Array(expected.clone()));
+    let s = state(&mut t);
+    assert_eq!(s["sessionId"], file[0]["id"]);
+    assert_eq!(s["sessionFile"], json!(path.to_str().unwrap()));
+    assert_eq!(s["messageCount"], expected.len());
+    // The run continues the branch that was open.
+    let events = exchange(&mock, &mut t, "after the restart", "continued");
+    assert!(events.iter().any(|e| e["type"] == "agent_end"));
+    let sent = mock.requests().last().unwrap().body["messages"].clone();
+    let conversation = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .count();
+    assert_eq!(conversation, expected.len() + 1);
+    let now: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(now.len(), file.len() + 2);
+    assert_eq!(
+        now[file.len()]["parentId"],
+        json!(format!("{:08x}", 1_000_001))
+    );
+    assert_eq!(now[file.len() + 1]["message"]["role"], "assistant");
+}
+
+#[test]
+fn a_name_given_with_an_opened_session_is_recorded_in_it() {
+    let mock = MockServer::start_background().unwrap();
+    let dirs = tau_test_kit::Dirs::new();
+    let cwd = dirs.cwd().canonicalize().unwrap();
+    let path = install_fixture("pi-079-main.jsonl", &cwd, &cwd);
+    let before = lines(&path).len();
+    let mut t = ready_tau(
+        builder(&mock, "openai-completions")
+            .dirs(dirs)
+            .arg("--session")
+            .arg(path.to_str().unwrap())
+            .arg("--name")
+            .arg("renamed at start"),
+    );
+    assert_eq!(state(&mut t)["sessionName"], "renamed at start");
+    let after = lines(&path);
+    assert_eq!(after.len(), before + 1);
+    assert_eq!(after[before]["type"], "session_info");
+    assert_eq!(after[before]["parentId"], after[before - 1]["id"]);
+}
