@@ -1347,6 +1347,15 @@ fn messages_right_after_a_switch_equal_the_parsed_ones() {
     assert_eq!(early, Value::Array(expected));
 }
 
+/// The lines of a session file that are JSON (a torn one is not).
+fn readable_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
 /// A session of `count` user/assistant messages with text full of escapes, where the last
 /// two entries branch off the middle (so the active branch skips a run of entries), and a
 /// torn line in the middle of the file that a crash left behind.
@@ -1409,11 +1418,7 @@ fn a_large_branched_session_is_served_from_the_file_as_it_is_parsed() {
     let (_mock, mut t) = setup();
     let cwd = canonical_cwd(&t);
     let path = large_branched_session(&cwd, &cwd, 1200);
-    let file: Vec<Value> = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let file = readable_lines(&path);
     let expected = active_branch_messages(&file);
     assert_eq!(expected.len(), 1200 / 3 * 2 + 2);
     ok(
@@ -1492,11 +1497,7 @@ fn a_session_opened_at_startup_serves_its_messages_before_the_parse() {
     let dirs = tau_test_kit::Dirs::new();
     let cwd = dirs.cwd().canonicalize().unwrap();
     let path = large_branched_session(&cwd, &cwd, 600);
-    let file: Vec<Value> = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let file = readable_lines(&path);
     let expected = active_branch_messages(&file);
     let mut t = ready_tau(
         builder(&mock, "openai-completions")
@@ -1521,11 +1522,7 @@ fn a_session_opened_at_startup_serves_its_messages_before_the_parse() {
         .filter(|m| m["role"] != "system")
         .count();
     assert_eq!(conversation, expected.len() + 1);
-    let now: Vec<Value> = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let now = readable_lines(&path);
     assert_eq!(now.len(), file.len() + 2);
     assert_eq!(
         now[file.len()]["parentId"],
