@@ -8,7 +8,7 @@ use std::future::Future;
 use std::io::{BufReader, Read, Write};
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tau_ai::ImageContent;
 use tau_session::{AgentSession, EventSink, Outbound, PromptOutcome, QueueAs, SessionError};
 use tokio::sync::{mpsc, oneshot};
@@ -422,7 +422,7 @@ impl RpcServer {
                 Ok(result) => ok(id, name, &result),
                 Err(err) => fail(id, name, err),
             },
-            RpcCommand::GetCommands(_) => fail(id, name, format!("Not implemented yet: {name}")),
+            RpcCommand::GetCommands(_) => ok(id, name, &commands_of(self.session.resources())),
         }
     }
 }
@@ -629,4 +629,18 @@ where
         return ExitReason::OutputFailed;
     }
     reason
+}
+
+/// `get_commands`: prompt templates, then skills (tau runs no extensions, so none of their
+/// commands).
+fn commands_of(resources: &tau_session::resources::Resources) -> Value {
+    let templates = resources.prompts.iter().map(|t| {
+        json!({"name": t.name, "description": t.description, "source": "prompt",
+            "sourceInfo": t.source_info})
+    });
+    let skills = resources.skills.iter().map(|s| {
+        json!({"name": format!("skill:{}", s.name), "description": s.description,
+            "source": "skill", "sourceInfo": s.source_info})
+    });
+    json!({"commands": templates.chain(skills).collect::<Vec<_>>()})
 }

@@ -143,6 +143,7 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
             exclude_tools: Vec::new(),
             no_tools: false,
             no_builtin_tools: false,
+            resources: Default::default(),
         };
         let registry = tau_ai::registry::Registry::new(dir.path(), |_| None);
         let startup = tau_session::StartupModel {

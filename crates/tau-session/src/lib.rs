@@ -10,6 +10,7 @@ mod host_tools;
 pub mod models;
 mod outbound;
 pub mod paths;
+pub mod resources;
 pub mod retry;
 mod session;
 pub mod settings;

@@ -59,6 +59,8 @@ pub struct SessionConfig {
     pub no_tools: bool,
     /// `--no-builtin-tools`.
     pub no_builtin_tools: bool,
+    /// `--skill`, `--prompt-template` and the flags that turn resources off.
+    pub resources: crate::resources::ResourceOptions,
 }
 
 /// Errors of session operations; the text is what the RPC client sees.
@@ -135,6 +137,8 @@ pub struct AgentSession {
     host_bridge: Arc<crate::HostToolBridge>,
     /// Context files, read once at startup.
     context_files: Vec<(PathBuf, String)>,
+    /// Skills and prompt templates of the working directory.
+    resources: crate::resources::Resources,
     /// `--models` / `enabledModels`, for `cycle_model`.
     scope: Vec<ScopedModel>,
     model: Option<Model>,
@@ -181,6 +185,11 @@ impl AgentSession {
             client: None,
             active: None,
             host_bridge: Arc::new(crate::HostToolBridge::default()),
+            resources: crate::resources::Resources::load(
+                &config.agent_dir,
+                &config.cwd,
+                &config.resources,
+            ),
             context_files: if config.no_context_files {
                 Vec::new()
             } else {
@@ -221,6 +230,10 @@ impl AgentSession {
 
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+    /// The skills and prompt templates `get_commands` lists.
+    pub fn resources(&self) -> &crate::resources::Resources {
+        &self.resources
     }
     pub fn session_id(&self) -> String {
         self.conversation.store().session_id().to_string()
@@ -608,11 +621,12 @@ impl AgentSession {
         queue_as: Option<QueueAs>,
     ) -> Result<PromptOutcome, SessionError> {
         self.reap().await;
+        let text = &self.resources.expand(text);
         if self.is_streaming() {
             let Some(queue_as) = queue_as else {
                 return Err(SessionError::Busy);
             };
-            self.enqueue(queue_as, text, images).await;
+            self.queue(queue_as, text, images).await;
             return Ok(PromptOutcome::Queued);
         }
         self.check_credentials()?;
@@ -621,8 +635,14 @@ impl AgentSession {
         })))
     }
 
-    /// Queues a steering or follow-up message (also when idle: it waits for the next run).
+    /// Queues a steering or follow-up message (also when idle: it waits for the next run),
+    /// with a `/skill:` command or a template expanded.
     pub async fn enqueue(&mut self, queue_as: QueueAs, text: &str, images: Vec<ImageContent>) {
+        let text = self.resources.expand(text);
+        self.queue(queue_as, &text, images).await;
+    }
+
+    async fn queue(&mut self, queue_as: QueueAs, text: &str, images: Vec<ImageContent>) {
         let update = {
             let mut state = self.conversation.lock();
             let queued = Queued {
@@ -879,6 +899,11 @@ impl AgentSession {
                 &config.agent_dir,
             ),
             context_files: self.context_files.clone(),
+            skills: tools
+                .iter()
+                .any(|t| t.name() == "read")
+                .then(|| crate::resources::skills::prompt_block(&self.resources.skills))
+                .flatten(),
             tools: prompt_tools,
             cwd: config.cwd.clone(),
             date: time::OffsetDateTime::now_utc().date().to_string(),

@@ -22,6 +22,8 @@ pub struct PromptInputs {
     pub append: Option<String>,
     /// `(absolute path, contents)` in load order.
     pub context_files: Vec<(PathBuf, String)>,
+    /// The list of skills the model may load (only when `read` is active).
+    pub skills: Option<String>,
     pub tools: Vec<PromptTool>,
     pub cwd: PathBuf,
     /// `YYYY-MM-DD`.
@@ -98,6 +100,9 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> String {
         for (path, content) in &inputs.context_files {
             prompt.push_str(&format!("## {}\n\n{content}\n\n", path.display()));
         }
+    }
+    if let Some(skills) = &inputs.skills {
+        prompt.push_str(skills);
     }
     prompt.push_str(&format!("\nCurrent date: {}", inputs.date));
     prompt.push_str(&format!(

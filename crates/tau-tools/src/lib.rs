@@ -13,6 +13,7 @@ pub mod paths;
 pub mod read;
 pub mod truncate;
 mod walk;
+pub use walk::normalize as normalize_path;
 pub mod write;
 
 pub use env::ToolEnv;

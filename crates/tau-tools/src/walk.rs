@@ -135,7 +135,7 @@ pub(crate) fn append_notices(output: &mut String, notices: &[String]) {
 
 /// Lexical normalisation as Node's `path.resolve` does it: `.` dropped, `..` pops a
 /// component, trailing separators removed. pi prints and matches against such paths.
-pub(crate) fn normalize(path: &Path) -> PathBuf {
+pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

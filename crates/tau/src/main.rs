@@ -99,6 +99,13 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         exclude_tools: options.cli.exclude_tools.clone(),
         no_tools: options.cli.no_tools,
         no_builtin_tools: options.cli.no_builtin_tools,
+        resources: tau_session::resources::ResourceOptions {
+            skills: options.cli.skill.clone(),
+            no_skills: options.cli.no_skills,
+            prompt_templates: options.cli.prompt_template.clone(),
+            no_prompt_templates: options.cli.no_prompt_templates,
+            no_approve: options.cli.no_approve,
+        },
     };
     let settings = Settings::load(&agent_dir, &cwd);
     let mut registry = Registry::from_process_env(&agent_dir);

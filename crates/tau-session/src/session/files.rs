@@ -166,6 +166,11 @@ impl AgentSession {
         }
         if cwd != self.config.cwd {
             self.config.cwd = cwd;
+            self.resources = crate::resources::Resources::load(
+                &self.config.agent_dir,
+                &self.config.cwd,
+                &self.config.resources,
+            );
             if !self.config.no_context_files {
                 self.context_files = crate::system_prompt::load_context_files(
                     &self.config.agent_dir,

@@ -15,6 +15,7 @@ mod compaction;
 mod framing;
 mod lifecycle;
 mod models;
+mod resources;
 mod retry;
 mod sessions;
 mod state;

@@ -1,0 +1,209 @@
+//! Skills and prompt templates (tools-resources §3–§5): where they are found, what
+//! `get_commands` lists, and how a `/skill:name` or `/template` message is expanded.
+//!
+//! Locations, first wins on a name clash: the project's `.tau/` and `.pi/` folders (and, for
+//! skills, `.agents/skills` in the working directory and each parent up to the repository
+//! root), then the agent directory (and `~/.agents/skills`), then `--skill` /
+//! `--prompt-template` paths. `--no-skills` / `--no-prompt-templates` keep only the command
+//! line's; `--no-approve` leaves the project's out (decision T54).
+
+mod frontmatter;
+pub mod prompts;
+pub mod skills;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use prompts::PromptTemplate;
+pub use skills::Skill;
+
+/// Where a resource came from, as `get_commands` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SourceInfo {
+    pub path: String,
+    /// `auto` (found in a known folder) or `local` (named on the command line).
+    pub source: String,
+    /// `user`, `project` or `temporary` (command line).
+    pub scope: String,
+    pub origin: String,
+    #[serde(rename = "baseDir", skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<String>,
+}
+
+/// A folder (or file) resources are loaded from, and how they are reported.
+#[derive(Debug, Clone)]
+pub struct Root {
+    pub path: PathBuf,
+    source: &'static str,
+    scope: &'static str,
+    base_dir: PathBuf,
+}
+
+impl Root {
+    /// A known folder of the user's or the project's.
+    pub fn auto(path: PathBuf, scope: &'static str, base_dir: PathBuf) -> Self {
+        Self {
+            path,
+            source: "auto",
+            scope,
+            base_dir,
+        }
+    }
+
+    /// A path from the command line (relative to the working directory).
+    fn cli(cwd: &Path, arg: &str) -> Self {
+        let path = tau_tools::normalize_path(&cwd.join(crate::paths::expand_tilde(arg)));
+        let base_dir = if path.is_dir() {
+            path.clone()
+        } else {
+            path.parent().unwrap_or(cwd).to_path_buf()
+        };
+        Self {
+            path,
+            source: "local",
+            scope: "temporary",
+            base_dir,
+        }
+    }
+
+    fn source_info(&self, file: &Path) -> SourceInfo {
+        SourceInfo {
+            path: file.display().to_string(),
+            source: self.source.to_string(),
+            scope: self.scope.to_string(),
+            origin: "top-level".to_string(),
+            base_dir: Some(self.base_dir.display().to_string()),
+        }
+    }
+}
+
+/// The command line's say on resources.
+#[derive(Debug, Clone, Default)]
+pub struct ResourceOptions {
+    /// `--skill` paths.
+    pub skills: Vec<String>,
+    pub no_skills: bool,
+    /// `--prompt-template` paths.
+    pub prompt_templates: Vec<String>,
+    pub no_prompt_templates: bool,
+    /// `--no-approve`: the project's own folders are not read.
+    pub no_approve: bool,
+}
+
+/// Everything loaded for one working directory.
+#[derive(Debug, Clone, Default)]
+pub struct Resources {
+    pub skills: Vec<Skill>,
+    pub prompts: Vec<PromptTemplate>,
+}
+
+impl Resources {
+    pub fn load(agent_dir: &Path, cwd: &Path, options: &ResourceOptions) -> Self {
+        let project = !options.no_approve;
+        let mut skill_roots = Vec::new();
+        if !options.no_skills {
+            if project {
+                for dir in [".tau", ".pi"] {
+                    let base = cwd.join(dir);
+                    skill_roots.push((
+                        Root::auto(base.join("skills"), "project", base),
+                        skills::Layout::Own,
+                    ));
+                }
+                for base in agents_dirs(cwd) {
+                    skill_roots.push((
+                        Root::auto(base.join("skills"), "project", base),
+                        skills::Layout::Agents,
+                    ));
+                }
+            }
+            skill_roots.push((
+                Root::auto(agent_dir.join("skills"), "user", agent_dir.to_path_buf()),
+                skills::Layout::Own,
+            ));
+            if let Some(home) = std::env::home_dir() {
+                let base = home.join(".agents");
+                skill_roots.push((
+                    Root::auto(base.join("skills"), "user", base),
+                    skills::Layout::Agents,
+                ));
+            }
+        }
+        for arg in &options.skills {
+            let root = Root::cli(cwd, arg);
+            if !root.path.exists() {
+                tracing::warn!("Skill path does not exist: {}", root.path.display());
+            }
+            skill_roots.push((root, skills::Layout::Own));
+        }
+
+        let mut prompt_roots = Vec::new();
+        if !options.no_prompt_templates {
+            if project {
+                for dir in [".tau", ".pi"] {
+                    let base = cwd.join(dir);
+                    prompt_roots.push(Root::auto(base.join("prompts"), "project", base));
+                }
+            }
+            prompt_roots.push(Root::auto(
+                agent_dir.join("prompts"),
+                "user",
+                agent_dir.to_path_buf(),
+            ));
+        }
+        for arg in &options.prompt_templates {
+            let root = Root::cli(cwd, arg);
+            if !root.path.exists() {
+                tracing::warn!(
+                    "Prompt template path does not exist: {}",
+                    root.path.display()
+                );
+            }
+            prompt_roots.push(root);
+        }
+        Self {
+            skills: skills::load(&skill_roots),
+            prompts: prompts::load(&prompt_roots),
+        }
+    }
+
+    /// A user message's text with a `/skill:` command or a `/template` expanded (skills
+    /// first, then templates, as pi does). A skill whose file has become unreadable leaves
+    /// the text as it is.
+    pub fn expand(&self, text: &str) -> String {
+        let text = match skills::expand(text, &self.skills) {
+            Ok(Some(expanded)) => expanded,
+            Ok(None) => text.to_string(),
+            Err(err) => {
+                tracing::warn!("cannot expand {text:?}: {err}");
+                text.to_string()
+            }
+        };
+        prompts::expand(&text, &self.prompts).unwrap_or(text)
+    }
+}
+
+/// `.agents` folders from the working directory up to the repository root (the folder
+/// holding `.git`), or to the file system's root outside a repository; `~/.agents` is the
+/// user's, not the project's.
+fn agents_dirs(cwd: &Path) -> Vec<PathBuf> {
+    let home_agents = std::env::home_dir().map(|h| h.join(".agents"));
+    let mut dirs = Vec::new();
+    for dir in cwd.ancestors() {
+        let agents = dir.join(".agents");
+        if Some(&agents) != home_agents.as_ref() {
+            dirs.push(agents);
+        }
+        if dir.join(".git").exists() {
+            break;
+        }
+    }
+    dirs
+}
+
+fn is_hidden_or_vendored(name: &OsStr) -> bool {
+    name.to_str()
+        .is_some_and(|n| n.starts_with('.') || n == "node_modules")
+}

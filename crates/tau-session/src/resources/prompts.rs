@@ -1,0 +1,264 @@
+//! Prompt templates (tools-resources §4): `.md` files whose name is a slash command; a
+//! message `/name args` is replaced by the file's text with the arguments put in.
+
+use std::path::{Path, PathBuf};
+
+use super::{Root, SourceInfo, frontmatter, is_hidden_or_vendored};
+
+/// A loaded template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptTemplate {
+    /// The file name without `.md`.
+    pub name: String,
+    pub description: String,
+    pub argument_hint: Option<String>,
+    pub content: String,
+    pub source_info: SourceInfo,
+    pub file_path: PathBuf,
+}
+
+/// Loads the `.md` files directly inside each root (or the root itself when it is a file),
+/// in order; on a name collision the first one stays. Unreadable files are skipped.
+pub fn load(roots: &[Root]) -> Vec<PromptTemplate> {
+    let mut templates: Vec<PromptTemplate> = Vec::new();
+    for root in roots {
+        for file in template_files(&root.path) {
+            let Some(template) = read_template(&file, root) else {
+                continue;
+            };
+            if let Some(winner) = templates.iter().find(|t| t.name == template.name) {
+                tracing::warn!(
+                    "prompt template name \"/{}\" collision: {} is kept, {} is not",
+                    template.name,
+                    winner.file_path.display(),
+                    template.file_path.display()
+                );
+                continue;
+            }
+            templates.push(template);
+        }
+    }
+    templates
+}
+
+fn template_files(path: &Path) -> Vec<PathBuf> {
+    if path.is_file() {
+        return vec![path.to_path_buf()];
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| !is_hidden_or_vendored(&e.file_name()))
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn read_template(file: &Path, root: &Root) -> Option<PromptTemplate> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let header = frontmatter::parse(&text).ok()?;
+    let name = file.file_stem()?.to_string_lossy().into_owned();
+    let description = match header.text("description").map(str::trim) {
+        Some(d) if !d.is_empty() => d.to_string(),
+        _ => first_line_summary(&header.body),
+    };
+    let file_path = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+    Some(PromptTemplate {
+        name,
+        description,
+        argument_hint: header.text("argument-hint").map(str::to_string),
+        content: header.body,
+        source_info: root.source_info(&file_path),
+        file_path,
+    })
+}
+
+/// The first non-empty line, cut to 60 characters.
+fn first_line_summary(body: &str) -> String {
+    let line = body.lines().map(str::trim).find(|l| !l.is_empty());
+    let line = line.unwrap_or_default();
+    if line.chars().count() > 60 {
+        format!("{}...", line.chars().take(60).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
+/// `/name args` for a template named exactly `name`: its content with the arguments put
+/// in; `None` otherwise.
+pub fn expand(text: &str, templates: &[PromptTemplate]) -> Option<String> {
+    let rest = text.strip_prefix('/')?;
+    let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
+    let template = templates.iter().find(|t| t.name == name)?;
+    Some(substitute(&template.content, &parse_args(args)))
+}
+
+/// Splits on spaces and tabs (not newlines); `'…'` and `"…"` group, also when glued to
+/// other text; no escapes; empty arguments are dropped.
+pub fn parse_args(text: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut current = String::new();
+    let mut quote = None;
+    for c in text.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => current.push(c),
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None if c == ' ' || c == '\t' => {
+                if !current.is_empty() {
+                    args.push(std::mem::take(&mut current));
+                }
+            }
+            None => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        args.push(current);
+    }
+    args
+}
+
+/// Puts `args` into `content` in four passes over the whole text, in this order: `$N`,
+/// `${@:N}` / `${@:N:L}`, `$ARGUMENTS`, `$@` (so a later pass also sees what an earlier one
+/// put in, as in pi).
+pub fn substitute(content: &str, args: &[String]) -> String {
+    let all = args.join(" ");
+    let text = replace_dollar(content, |rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let n: usize = rest[..digits].parse().unwrap_or(0);
+        let value = n
+            .checked_sub(1)
+            .and_then(|i| args.get(i))
+            .cloned()
+            .unwrap_or_default();
+        Some((digits, value))
+    });
+    let text = replace_dollar(&text, |rest| {
+        let inner = rest.strip_prefix("{@:")?;
+        let close = inner.find('}')?;
+        let spec = &inner[..close];
+        let (start, len) = match spec.split_once(':') {
+            Some((s, l)) => (s, Some(l)),
+            None => (spec, None),
+        };
+        if start.is_empty()
+            || !start.bytes().all(|b| b.is_ascii_digit())
+            || len.is_some_and(|l| l.is_empty() || !l.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return None;
+        }
+        let from = start.parse::<usize>().unwrap_or(1).max(1) - 1;
+        let from = from.min(args.len());
+        let to = match len.map(|l| l.parse::<usize>().unwrap_or(usize::MAX)) {
+            Some(l) => from.saturating_add(l).min(args.len()),
+            None => args.len(),
+        };
+        Some((3 + close + 1, args[from..to].join(" ")))
+    });
+    let text = replace_dollar(&text, |rest| {
+        rest.starts_with("ARGUMENTS")
+            .then(|| ("ARGUMENTS".len(), all.clone()))
+    });
+    replace_dollar(&text, |rest| {
+        rest.starts_with('@').then(|| (1, all.clone()))
+    })
+}
+
+/// Replaces each `$` for which `at` (given the text after the `$`) returns how many bytes
+/// after it to consume and what to put in.
+fn replace_dollar(text: &str, mut at: impl FnMut(&str) -> Option<(usize, String)>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        match at(after) {
+            Some((used, value)) => {
+                out.push_str(&value);
+                rest = &after[used..];
+            }
+            None => {
+                out.push('$');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn arguments_split_like_pi() {
+        assert_eq!(
+            parse_args("a \"b c\" d'e f'g  h\ti\nj"),
+            strings(&["a", "b c", "de fg", "h", "i\nj"])
+        );
+        assert_eq!(parse_args(" \"\" ''  "), Vec::<String>::new());
+        assert_eq!(parse_args(" foo"), strings(&["foo"]));
+    }
+
+    #[test]
+    fn substitution_passes_run_in_order() {
+        let args = strings(&["x", "$@", "y"]);
+        assert_eq!(substitute("2=$2", &args), "2=x $@ y");
+        let args = strings(&["a", "b", "c", "d"]);
+        assert_eq!(substitute("$1-$4-$5-$0-$10", &args), "a-d---");
+        assert_eq!(
+            substitute("${@:2}|${@:2:2}|${@:0:1}|${@:9}", &args),
+            "b c d|b c|a|"
+        );
+        assert_eq!(
+            substitute("$ARGUMENTS / $@ / $x / ${@:}", &args),
+            "a b c d / a b c d / $x / ${@:}"
+        );
+        assert_eq!(substitute("cost $", &args), "cost $");
+    }
+
+    #[test]
+    fn templates_expand_by_exact_name() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(
+            dir.path().join("rev.md"),
+            "---\ndescription: Review\nargument-hint: <file>\n---\nReview $1 then $@\n",
+        )
+        .ok();
+        std::fs::write(
+            dir.path().join("plan.md"),
+            "\n\nA first line that is longer than sixty characters, by quite a margin\nmore",
+        )
+        .ok();
+        std::fs::write(dir.path().join(".hidden.md"), "x").ok();
+        std::fs::write(dir.path().join("notes.txt"), "x").ok();
+        let root = Root::auto(dir.path().to_path_buf(), "user", dir.path().to_path_buf());
+        let templates = load(&[root]);
+        let names: Vec<&str> = templates.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["plan", "rev"]);
+        assert_eq!(
+            templates[0].description,
+            "A first line that is longer than sixty characters, by quite ..."
+        );
+        assert_eq!(templates[1].argument_hint.as_deref(), Some("<file>"));
+        assert_eq!(
+            expand("/rev main.rs  \"and tests\"", &templates),
+            Some("Review main.rs then main.rs and tests".into())
+        );
+        assert_eq!(expand("/rev", &templates), Some("Review  then ".into()));
+        assert_eq!(expand("/Rev x", &templates), None);
+        assert_eq!(expand("rev x", &templates), None);
+    }
+}
