@@ -107,6 +107,24 @@ impl Settings {
     }
 }
 
+/// The strings of an array setting in one settings file alone (resources that are listed
+/// per file, relative to that file's folder).
+pub(crate) fn array_in_file(path: &Path, key: &str) -> Vec<String> {
+    read_layer(path)
+        .and_then(|mut layer| layer.remove(key))
+        .and_then(|value| match value {
+            Value::Array(items) => Some(items),
+            _ => None,
+        })
+        .map(|items| {
+            items
+                .into_iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn read_layer(path: &Path) -> Option<Map<String, Value>> {
     let text = match std::fs::read(path) {
         Ok(text) => text,

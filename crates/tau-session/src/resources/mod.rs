@@ -1,9 +1,10 @@
 //! Skills and prompt templates (tools-resources §3–§5): where they are found, what
 //! `get_commands` lists, and how a `/skill:name` or `/template` message is expanded.
 //!
-//! Locations, first wins on a name clash: the project's `.tau/` and `.pi/` folders (and, for
-//! skills, `.agents/skills` in the working directory and each parent up to the repository
-//! root), then the agent directory (and `~/.agents/skills`), then `--skill` /
+//! Locations, first wins on a name clash: paths listed in the project's settings, the
+//! project's `.tau/` and `.pi/` folders (and, for skills, `.agents/skills` in the working
+//! directory and each parent up to the repository root), paths listed in the user's
+//! settings, the agent directory (and `~/.agents/skills`), then `--skill` /
 //! `--prompt-template` paths. `--no-skills` / `--no-prompt-templates` keep only the command
 //! line's; `--no-approve` leaves the project's out (decision T54).
 
@@ -15,6 +16,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+use crate::settings;
 
 pub use prompts::PromptTemplate;
 pub use skills::Skill;
@@ -39,6 +42,8 @@ pub struct Root {
     source: &'static str,
     scope: &'static str,
     base_dir: PathBuf,
+    /// Folders listed in settings are searched all the way down for templates.
+    recursive: bool,
 }
 
 impl Root {
@@ -49,6 +54,18 @@ impl Root {
             source: "auto",
             scope,
             base_dir,
+            recursive: false,
+        }
+    }
+
+    /// A path listed in a settings file (relative to that file's folder).
+    fn listed(settings_dir: &Path, entry: &str, scope: &'static str) -> Self {
+        Self {
+            path: tau_tools::normalize_path(&settings_dir.join(crate::paths::expand_tilde(entry))),
+            source: "local",
+            scope,
+            base_dir: settings_dir.to_path_buf(),
+            recursive: true,
         }
     }
 
@@ -65,6 +82,7 @@ impl Root {
             source: "local",
             scope: "temporary",
             base_dir,
+            recursive: false,
         }
     }
 
@@ -102,8 +120,41 @@ pub struct Resources {
 impl Resources {
     pub fn load(agent_dir: &Path, cwd: &Path, options: &ResourceOptions) -> Self {
         let project = !options.no_approve;
+        // Settings files that list resources, with the folder their entries are relative
+        // to: the project's first, then the user's.
+        let mut project_settings = Vec::new();
+        if project {
+            for dir in [".tau", ".pi"] {
+                project_settings.push(cwd.join(dir));
+            }
+        }
+        let user_settings = [agent_dir.to_path_buf()];
+        let listed = |dirs: &[PathBuf], key: &str, scope: &'static str| -> Vec<Root> {
+            dirs.iter()
+                .flat_map(|dir| {
+                    settings::array_in_file(&dir.join("settings.json"), key)
+                        .into_iter()
+                        .filter(|entry| {
+                            let plain = !entry.starts_with(['!', '+', '-'])
+                                && !entry.contains(['*', '?', '[', '{']);
+                            if !plain {
+                                tracing::warn!(
+                                    "{key} entry {entry:?} in {}: patterns are not supported yet",
+                                    dir.join("settings.json").display()
+                                );
+                            }
+                            plain
+                        })
+                        .map(|entry| Root::listed(dir, &entry, scope))
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        };
         let mut skill_roots = Vec::new();
         if !options.no_skills {
+            for root in listed(&project_settings, "skills", "project") {
+                skill_roots.push((root, skills::Layout::Own));
+            }
             if project {
                 for dir in [".tau", ".pi"] {
                     let base = cwd.join(dir);
@@ -118,6 +169,9 @@ impl Resources {
                         skills::Layout::Agents,
                     ));
                 }
+            }
+            for root in listed(&user_settings, "skills", "user") {
+                skill_roots.push((root, skills::Layout::Own));
             }
             skill_roots.push((
                 Root::auto(agent_dir.join("skills"), "user", agent_dir.to_path_buf()),
@@ -141,12 +195,14 @@ impl Resources {
 
         let mut prompt_roots = Vec::new();
         if !options.no_prompt_templates {
+            prompt_roots.extend(listed(&project_settings, "prompts", "project"));
             if project {
                 for dir in [".tau", ".pi"] {
                     let base = cwd.join(dir);
                     prompt_roots.push(Root::auto(base.join("prompts"), "project", base));
                 }
             }
+            prompt_roots.extend(listed(&user_settings, "prompts", "user"));
             prompt_roots.push(Root::auto(
                 agent_dir.join("prompts"),
                 "user",
@@ -201,6 +257,27 @@ fn agents_dirs(cwd: &Path) -> Vec<PathBuf> {
         }
     }
     dirs
+}
+
+/// A resource known by name.
+trait Named {
+    fn name(&self) -> &str;
+    fn file(&self) -> &Path;
+}
+
+/// Adds `item` unless one of that name is already there: the first one found wins, and the
+/// clash is reported.
+fn push_unless_taken<T: Named>(list: &mut Vec<T>, item: T, kind: &str) {
+    if let Some(winner) = list.iter().find(|t| t.name() == item.name()) {
+        tracing::warn!(
+            "{kind}\"{}\" collision: {} is kept, {} is not",
+            item.name(),
+            winner.file().display(),
+            item.file().display()
+        );
+        return;
+    }
+    list.push(item);
 }
 
 fn is_hidden_or_vendored(name: &OsStr) -> bool {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Root, SourceInfo, frontmatter, is_hidden_or_vendored};
+use super::{Named, Root, SourceInfo, frontmatter, is_hidden_or_vendored, push_unless_taken};
 
 /// A loaded template.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,40 +22,51 @@ pub struct PromptTemplate {
 pub fn load(roots: &[Root]) -> Vec<PromptTemplate> {
     let mut templates: Vec<PromptTemplate> = Vec::new();
     for root in roots {
-        for file in template_files(&root.path) {
+        for file in template_files(root) {
             let Some(template) = read_template(&file, root) else {
                 continue;
             };
-            if let Some(winner) = templates.iter().find(|t| t.name == template.name) {
-                tracing::warn!(
-                    "prompt template name \"/{}\" collision: {} is kept, {} is not",
-                    template.name,
-                    winner.file_path.display(),
-                    template.file_path.display()
-                );
-                continue;
-            }
-            templates.push(template);
+            push_unless_taken(&mut templates, template, "prompt template /");
         }
     }
     templates
 }
 
-fn template_files(path: &Path) -> Vec<PathBuf> {
-    if path.is_file() {
-        return vec![path.to_path_buf()];
+impl Named for PromptTemplate {
+    fn name(&self) -> &str {
+        &self.name
     }
-    let Ok(entries) = std::fs::read_dir(path) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .filter(|e| !is_hidden_or_vendored(&e.file_name()))
-        .map(|e| e.path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    files.sort();
-    files
+    fn file(&self) -> &Path {
+        &self.file_path
+    }
+}
+
+/// The templates of a root: its direct `.md` files (all of them below a folder listed in
+/// settings), honouring gitignore-style files except in a command-line folder.
+fn template_files(root: &Root) -> Vec<PathBuf> {
+    if root.path.is_file() {
+        return vec![root.path.clone()];
+    }
+    let mut builder = ignore::WalkBuilder::new(&root.path);
+    builder
+        .standard_filters(false)
+        .follow_links(true)
+        .max_depth(if root.recursive { None } else { Some(1) })
+        .filter_entry(|entry| entry.depth() == 0 || !is_hidden_or_vendored(entry.file_name()))
+        .sort_by_file_name(std::cmp::Ord::cmp);
+    if root.source == "auto" || root.recursive {
+        builder
+            .ignore(true)
+            .git_ignore(true)
+            .require_git(false)
+            .add_custom_ignore_filename(".fdignore");
+    }
+    let walk = builder.build();
+    walk.flatten()
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .map(ignore::DirEntry::into_path)
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect()
 }
 
 fn read_template(file: &Path, root: &Root) -> Option<PromptTemplate> {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Root, SourceInfo, frontmatter, is_hidden_or_vendored};
+use super::{Named, Root, SourceInfo, frontmatter, is_hidden_or_vendored, push_unless_taken};
 
 /// A loaded skill.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +19,15 @@ pub struct Skill {
     /// `disable-model-invocation: true`: only a `/skill:` message uses it; the system prompt
     /// does not list it.
     pub disable_model_invocation: bool,
+}
+
+impl Named for Skill {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn file(&self) -> &Path {
+        &self.file_path
+    }
 }
 
 /// How a skills folder is scanned.
@@ -44,16 +53,7 @@ pub fn load(roots: &[(Root, Layout)]) -> Vec<Skill> {
             let Some(skill) = read_skill(&file, root) else {
                 continue;
             };
-            if let Some(winner) = skills.iter().find(|s| s.name == skill.name) {
-                tracing::warn!(
-                    "skill name \"{}\" collision: {} is kept, {} is not",
-                    skill.name,
-                    winner.file_path.display(),
-                    skill.file_path.display()
-                );
-                continue;
-            }
-            skills.push(skill);
+            push_unless_taken(&mut skills, skill, "skill ");
         }
     }
     skills

@@ -95,6 +95,12 @@ impl AgentSession {
     }
 
     fn install(&mut self, store: SessionStore) {
+        // Like pi's new runtime for each session: skills or templates added meanwhile count.
+        self.resources = crate::resources::Resources::load(
+            &self.config.agent_dir,
+            &self.config.cwd,
+            &self.config.resources,
+        );
         let resumed = !store.entries().is_empty();
         // The old store is dropped here, which releases its file lock.
         *self.conversation.store() = store;
@@ -166,11 +172,6 @@ impl AgentSession {
         }
         if cwd != self.config.cwd {
             self.config.cwd = cwd;
-            self.resources = crate::resources::Resources::load(
-                &self.config.agent_dir,
-                &self.config.cwd,
-                &self.config.resources,
-            );
             if !self.config.no_context_files {
                 self.context_files = crate::system_prompt::load_context_files(
                     &self.config.agent_dir,

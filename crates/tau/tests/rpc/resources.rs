@@ -209,3 +209,68 @@ fn the_system_prompt_lists_the_skills_the_model_may_load() {
     let system = mock.requests()[0].body["messages"][0]["content"].to_string();
     assert!(!system.contains("available_skills"), "{system}");
 }
+
+#[test]
+fn a_new_session_sees_resources_added_meanwhile() {
+    let mock = MockServer::start_background().unwrap();
+    let mut t = ready_tau(builder(&mock));
+    assert!(!names(&commands(&mut t)).contains(&"later".to_string()));
+    let dir = t.agent_dir().join("prompts");
+    std::fs::write(dir.join("later.md"), "added later $1").unwrap();
+    let r = t.request(json!({"type": "new_session"}));
+    assert_eq!(r["success"], true, "{r}");
+    assert!(names(&commands(&mut t)).contains(&"later".to_string()));
+    assert_eq!(sent_text(&mock, &mut t, "/later x"), "added later x");
+}
+
+#[test]
+fn settings_list_more_folders_relative_to_their_file() {
+    let mock = MockServer::start_background().unwrap();
+    let mut t = ready_tau(
+        builder(&mock)
+            .agent_file(
+                "settings.json",
+                json!({"skills": ["extra-skills", "!*-old"], "prompts": ["more-prompts"]})
+                    .to_string(),
+            )
+            .agent_file(
+                "extra-skills/listed/SKILL.md",
+                "---\ndescription: Listed in settings\n---\nx",
+            )
+            .agent_file("more-prompts/deep/down/nested.md", "nested one")
+            .cwd_file(
+                ".pi/settings.json",
+                json!({"prompts": ["../team-prompts"]}).to_string(),
+            )
+            .cwd_file("team-prompts/team.md", "team one")
+            .cwd_file(".pi/prompts/secret.md", "kept out")
+            .cwd_file(".pi/prompts/.gitignore", "secret.md\n"),
+    );
+    let cwd = t.cwd().to_path_buf();
+    let agent = t.agent_dir().to_path_buf();
+    let list = commands(&mut t);
+    assert_eq!(
+        names(&list),
+        [
+            "team",
+            "tau-only",
+            "plan",
+            "nested",
+            "rev",
+            "skill:proj-skill",
+            "skill:agents-skill",
+            "skill:listed",
+            "skill:user-skill"
+        ]
+    );
+    assert_eq!(
+        list[0]["sourceInfo"],
+        json!({"path": cwd.join("team-prompts/team.md"), "source": "local", "scope": "project",
+            "origin": "top-level", "baseDir": cwd.join(".pi")})
+    );
+    assert_eq!(
+        list[7]["sourceInfo"],
+        json!({"path": agent.join("extra-skills/listed/SKILL.md"), "source": "local",
+            "scope": "user", "origin": "top-level", "baseDir": agent})
+    );
+}
