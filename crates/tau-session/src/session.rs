@@ -621,7 +621,7 @@ impl AgentSession {
         queue_as: Option<QueueAs>,
     ) -> Result<PromptOutcome, SessionError> {
         self.reap().await;
-        let text = &self.resources.expand(text);
+        let text = &self.expand_input(text).await;
         if self.is_streaming() {
             let Some(queue_as) = queue_as else {
                 return Err(SessionError::Busy);
@@ -638,8 +638,24 @@ impl AgentSession {
     /// Queues a steering or follow-up message (also when idle: it waits for the next run),
     /// with a `/skill:` command or a template expanded.
     pub async fn enqueue(&mut self, queue_as: QueueAs, text: &str, images: Vec<ImageContent>) {
-        let text = self.resources.expand(text);
+        let text = self.expand_input(text).await;
         self.queue(queue_as, &text, images).await;
+    }
+
+    /// Expands a `/skill:` command or a template; a skill file that cannot be read is
+    /// reported as pi reports it (an `extension_error` for `skill_expansion`).
+    async fn expand_input(&self, text: &str) -> String {
+        let (text, failure) = self.resources.expand(text);
+        if let Some((file, error)) = failure {
+            self.events
+                .emit(SessionEvent::ExtensionError {
+                    extension_path: file.display().to_string(),
+                    event: "skill_expansion".into(),
+                    error,
+                })
+                .await;
+        }
+        text
     }
 
     async fn queue(&mut self, queue_as: QueueAs, text: &str, images: Vec<ImageContent>) {

@@ -227,17 +227,17 @@ impl Resources {
 
     /// A user message's text with a `/skill:` command or a `/template` expanded (skills
     /// first, then templates, as pi does). A skill whose file has become unreadable leaves
-    /// the text as it is.
-    pub fn expand(&self, text: &str) -> String {
-        let text = match skills::expand(text, &self.skills) {
-            Ok(Some(expanded)) => expanded,
-            Ok(None) => text.to_string(),
-            Err(err) => {
-                tracing::warn!("cannot expand {text:?}: {err}");
-                text.to_string()
-            }
+    /// the text as it is, and its file and the error come back beside it.
+    pub fn expand(&self, text: &str) -> (String, Option<(PathBuf, String)>) {
+        let (text, failure) = match skills::expand(text, &self.skills) {
+            Ok(Some(expanded)) => (expanded, None),
+            Ok(None) => (text.to_string(), None),
+            Err((file, error)) => (text.to_string(), Some((file, error))),
         };
-        prompts::expand(&text, &self.prompts).unwrap_or(text)
+        (
+            prompts::expand(&text, &self.prompts).unwrap_or(text),
+            failure,
+        )
     }
 }
 

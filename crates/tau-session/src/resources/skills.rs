@@ -187,8 +187,8 @@ fn name_problems(name: &str, parent: &str, description: &str) -> Vec<String> {
 
 /// `/skill:name args`: the skill's body in a `<skill>` block (the shape clients recognise),
 /// then the arguments. `Ok(None)` when the text is not a skill command or names no skill;
-/// `Err` when the skill's file cannot be read.
-pub fn expand(text: &str, skills: &[Skill]) -> Result<Option<String>, String> {
+/// `Err` (the file and why) when the skill's file cannot be read.
+pub fn expand(text: &str, skills: &[Skill]) -> Result<Option<String>, (PathBuf, String)> {
     let Some(rest) = text.strip_prefix("/skill:") else {
         return Ok(None);
     };
@@ -199,7 +199,8 @@ pub fn expand(text: &str, skills: &[Skill]) -> Result<Option<String>, String> {
     let Some(skill) = skills.iter().find(|s| s.name == name) else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(&skill.file_path).map_err(|e| e.to_string())?;
+    let text = std::fs::read_to_string(&skill.file_path)
+        .map_err(|e| (skill.file_path.clone(), e.to_string()))?;
     let body = frontmatter::body_of(&text);
     let block = format!(
         "<skill name=\"{}\" location=\"{}\">\nPaths in this skill are relative to {}.\n\n{body}\n</skill>",

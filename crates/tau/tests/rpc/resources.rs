@@ -274,3 +274,22 @@ fn settings_list_more_folders_relative_to_their_file() {
             "scope": "user", "origin": "top-level", "baseDir": agent})
     );
 }
+
+#[test]
+fn a_skill_file_gone_since_startup_is_reported_and_the_text_kept() {
+    let mock = MockServer::start_background().unwrap();
+    let mut t = ready_tau(builder(&mock));
+    let file = t.agent_dir().join("skills/user-skill/SKILL.md");
+    std::fs::remove_file(&file).unwrap();
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "/skill:user-skill go"}));
+    let error = t.event("extension_error");
+    assert_eq!(error["extensionPath"], json!(file));
+    assert_eq!(error["event"], "skill_expansion");
+    assert!(!error["error"].as_str().unwrap().is_empty());
+    assert_eq!(t.response("p")["success"], true);
+    t.event("agent_settled");
+    let body = mock.requests().last().unwrap().body.clone();
+    let user = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert!(user["content"].to_string().contains("/skill:user-skill go"));
+}
