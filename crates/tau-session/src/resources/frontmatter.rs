@@ -103,4 +103,19 @@ mod tests {
                 .is_true("a")
         );
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Any text parses or fails without panicking, and a body without a header is the
+        /// text trimmed.
+        #[test]
+        fn any_text_is_handled(text in "(---\n)?\\PC{0,80}(\n---\n)?\\PC{0,40}") {
+            let _ = parse(&text);
+            let _ = body_of(&text);
+            if !text.starts_with("---") {
+                proptest::prop_assert_eq!(body_of(&text), text.trim());
+            }
+        }
+    }
 }

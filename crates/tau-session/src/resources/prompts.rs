@@ -272,4 +272,34 @@ mod tests {
         assert_eq!(expand("/Rev x", &templates), None);
         assert_eq!(expand("rev x", &templates), None);
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Plain words separated by runs of spaces and tabs come back as they were; any
+        /// text splits without panicking and never yields an empty argument.
+        #[test]
+        fn words_round_trip_and_nothing_is_empty(
+            words in proptest::collection::vec("[a-z0-9$@{}:\n.é]{1,8}", 0..6),
+            gaps in proptest::collection::vec("[ \t]{1,3}", 6),
+            any in "\\PC{0,40}",
+        ) {
+            let mut text = String::new();
+            for (word, gap) in words.iter().zip(&gaps) {
+                text.push_str(gap);
+                text.push_str(word);
+            }
+            proptest::prop_assert_eq!(parse_args(&text), words);
+            proptest::prop_assert!(parse_args(&any).iter().all(|a| !a.is_empty()));
+        }
+
+        /// Text without a `$` is left alone, whatever the arguments.
+        #[test]
+        fn text_without_placeholders_is_unchanged(
+            text in "[^$]{0,60}",
+            args in proptest::collection::vec("\\PC{0,8}", 0..4),
+        ) {
+            proptest::prop_assert_eq!(substitute(&text, &args), text);
+        }
+    }
 }
