@@ -8,12 +8,16 @@
 //! `--prompt-template` paths. `--no-skills` / `--no-prompt-templates` keep only the command
 //! line's; `--no-approve` leaves the project's out (decision T54).
 
+mod filter;
 mod frontmatter;
 pub mod prompts;
 pub mod skills;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use filter::Filter;
 
 use serde::Serialize;
 
@@ -42,8 +46,11 @@ pub struct Root {
     source: &'static str,
     scope: &'static str,
     base_dir: PathBuf,
-    /// Folders listed in settings are searched all the way down for templates.
-    recursive: bool,
+    /// Listed in a settings file: templates are searched all the way down, and the file's
+    /// plain globs apply.
+    listed: bool,
+    /// The settings files' patterns this root's files must pass.
+    filters: Vec<Arc<Filter>>,
 }
 
 impl Root {
@@ -54,18 +61,30 @@ impl Root {
             source: "auto",
             scope,
             base_dir,
-            recursive: false,
+            listed: false,
+            filters: Vec::new(),
         }
     }
 
+    fn filtered_by(mut self, filters: &[Arc<Filter>]) -> Self {
+        self.filters.extend(filters.iter().cloned());
+        self
+    }
+
+    /// Whether the settings' patterns let `file` (found under this root) load.
+    fn keeps(&self, file: &Path) -> bool {
+        self.filters.iter().all(|f| f.keeps(file, self.listed))
+    }
+
     /// A path listed in a settings file (relative to that file's folder).
-    fn listed(settings_dir: &Path, entry: &str, scope: &'static str) -> Self {
+    fn listed(settings_dir: &Path, entry: &str, scope: &'static str, filter: Arc<Filter>) -> Self {
         Self {
             path: tau_tools::normalize_path(&settings_dir.join(crate::paths::expand_tilde(entry))),
             source: "local",
             scope,
             base_dir: settings_dir.to_path_buf(),
-            recursive: true,
+            listed: true,
+            filters: vec![filter],
         }
     }
 
@@ -82,7 +101,8 @@ impl Root {
             source: "local",
             scope: "temporary",
             base_dir,
-            recursive: false,
+            listed: false,
+            filters: Vec::new(),
         }
     }
 
@@ -129,58 +149,58 @@ impl Resources {
             }
         }
         let user_settings = [agent_dir.to_path_buf()];
-        let listed = |dirs: &[PathBuf], key: &str, scope: &'static str| -> Vec<Root> {
-            dirs.iter()
-                .flat_map(|dir| {
-                    settings::array_in_file(&dir.join("settings.json"), key)
-                        .into_iter()
-                        .filter(|entry| {
-                            let plain = !entry.starts_with(['!', '+', '-'])
-                                && !entry.contains(['*', '?', '[', '{']);
-                            if !plain {
-                                tracing::warn!(
-                                    "{key} entry {entry:?} in {}: patterns are not supported yet",
-                                    dir.join("settings.json").display()
-                                );
-                            }
-                            plain
-                        })
-                        .map(|entry| Root::listed(dir, &entry, scope))
-                        .collect::<Vec<_>>()
-                })
-                .collect()
+        // Each settings file's array: the paths it lists, and its patterns as a filter.
+        let listed = |dirs: &[PathBuf], key: &str, scope: &'static str| {
+            let mut roots = Vec::new();
+            let mut filters = Vec::new();
+            for dir in dirs {
+                let entries = settings::array_in_file(&dir.join("settings.json"), key);
+                let filter = Arc::new(Filter::new(dir, &entries));
+                for entry in entries.iter().filter(|e| !filter::is_pattern(e)) {
+                    roots.push(Root::listed(dir, entry, scope, Arc::clone(&filter)));
+                }
+                filters.push(filter);
+            }
+            (roots, filters)
         };
+        let (project_skills, project_skill_filters) =
+            listed(&project_settings, "skills", "project");
+        let (user_skills, user_skill_filters) = listed(&user_settings, "skills", "user");
+        let (project_prompts, project_prompt_filters) =
+            listed(&project_settings, "prompts", "project");
+        let (user_prompts, user_prompt_filters) = listed(&user_settings, "prompts", "user");
         let mut skill_roots = Vec::new();
         if !options.no_skills {
-            for root in listed(&project_settings, "skills", "project") {
+            for root in project_skills {
                 skill_roots.push((root, skills::Layout::Own));
             }
             if project {
                 for dir in [".tau", ".pi"] {
                     let base = cwd.join(dir);
+                    let root = Root::auto(base.join("skills"), "project", base);
                     skill_roots.push((
-                        Root::auto(base.join("skills"), "project", base),
+                        root.filtered_by(&project_skill_filters),
                         skills::Layout::Own,
                     ));
                 }
                 for base in agents_dirs(cwd) {
+                    let root = Root::auto(base.join("skills"), "project", base);
                     skill_roots.push((
-                        Root::auto(base.join("skills"), "project", base),
+                        root.filtered_by(&project_skill_filters),
                         skills::Layout::Agents,
                     ));
                 }
             }
-            for root in listed(&user_settings, "skills", "user") {
+            for root in user_skills {
                 skill_roots.push((root, skills::Layout::Own));
             }
-            skill_roots.push((
-                Root::auto(agent_dir.join("skills"), "user", agent_dir.to_path_buf()),
-                skills::Layout::Own,
-            ));
+            let root = Root::auto(agent_dir.join("skills"), "user", agent_dir.to_path_buf());
+            skill_roots.push((root.filtered_by(&user_skill_filters), skills::Layout::Own));
             if let Some(home) = std::env::home_dir() {
                 let base = home.join(".agents");
+                let root = Root::auto(base.join("skills"), "user", base);
                 skill_roots.push((
-                    Root::auto(base.join("skills"), "user", base),
+                    root.filtered_by(&user_skill_filters),
                     skills::Layout::Agents,
                 ));
             }
@@ -195,19 +215,17 @@ impl Resources {
 
         let mut prompt_roots = Vec::new();
         if !options.no_prompt_templates {
-            prompt_roots.extend(listed(&project_settings, "prompts", "project"));
+            prompt_roots.extend(project_prompts);
             if project {
                 for dir in [".tau", ".pi"] {
                     let base = cwd.join(dir);
-                    prompt_roots.push(Root::auto(base.join("prompts"), "project", base));
+                    let root = Root::auto(base.join("prompts"), "project", base);
+                    prompt_roots.push(root.filtered_by(&project_prompt_filters));
                 }
             }
-            prompt_roots.extend(listed(&user_settings, "prompts", "user"));
-            prompt_roots.push(Root::auto(
-                agent_dir.join("prompts"),
-                "user",
-                agent_dir.to_path_buf(),
-            ));
+            prompt_roots.extend(user_prompts);
+            let root = Root::auto(agent_dir.join("prompts"), "user", agent_dir.to_path_buf());
+            prompt_roots.push(root.filtered_by(&user_prompt_filters));
         }
         for arg in &options.prompt_templates {
             let root = Root::cli(cwd, arg);

@@ -23,6 +23,9 @@ pub fn load(roots: &[Root]) -> Vec<PromptTemplate> {
     let mut templates: Vec<PromptTemplate> = Vec::new();
     for root in roots {
         for file in template_files(root) {
+            if !root.keeps(&file) {
+                continue;
+            }
             let Some(template) = read_template(&file, root) else {
                 continue;
             };
@@ -51,10 +54,10 @@ fn template_files(root: &Root) -> Vec<PathBuf> {
     builder
         .standard_filters(false)
         .follow_links(true)
-        .max_depth(if root.recursive { None } else { Some(1) })
+        .max_depth(if root.listed { None } else { Some(1) })
         .filter_entry(|entry| entry.depth() == 0 || !is_hidden_or_vendored(entry.file_name()))
         .sort_by_file_name(std::cmp::Ord::cmp);
-    if root.source == "auto" || root.recursive {
+    if root.source == "auto" || root.listed {
         builder
             .ignore(true)
             .git_ignore(true)

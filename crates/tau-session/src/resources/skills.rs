@@ -50,6 +50,9 @@ pub fn load(roots: &[(Root, Layout)]) -> Vec<Skill> {
                 continue; // the same file reached twice (a symlink)
             }
             seen_files.push(real);
+            if !root.keeps(&file) {
+                continue;
+            }
             let Some(skill) = read_skill(&file, root) else {
                 continue;
             };

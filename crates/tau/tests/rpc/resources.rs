@@ -230,14 +230,27 @@ fn settings_list_more_folders_relative_to_their_file() {
         builder(&mock)
             .agent_file(
                 "settings.json",
-                json!({"skills": ["extra-skills", "!*-old"], "prompts": ["more-prompts"]})
-                    .to_string(),
+                json!({
+                    "skills": ["extra-skills", "!*-old", "+extra-skills/keep-old",
+                        "-skills/user-skill"],
+                    "prompts": ["more-prompts", "more-prompts/**/nested*.md"],
+                })
+                .to_string(),
             )
             .agent_file(
                 "extra-skills/listed/SKILL.md",
                 "---\ndescription: Listed in settings\n---\nx",
             )
+            .agent_file(
+                "extra-skills/retired-old/SKILL.md",
+                "---\ndescription: Left out by !*-old\n---\nx",
+            )
+            .agent_file(
+                "extra-skills/keep-old/SKILL.md",
+                "---\ndescription: Brought back by +\n---\nx",
+            )
             .agent_file("more-prompts/deep/down/nested.md", "nested one")
+            .agent_file("more-prompts/other.md", "not matched by the glob")
             .cwd_file(
                 ".pi/settings.json",
                 json!({"prompts": ["../team-prompts"]}).to_string(),
@@ -259,8 +272,8 @@ fn settings_list_more_folders_relative_to_their_file() {
             "rev",
             "skill:proj-skill",
             "skill:agents-skill",
+            "skill:keep-old",
             "skill:listed",
-            "skill:user-skill"
         ]
     );
     assert_eq!(
@@ -269,7 +282,7 @@ fn settings_list_more_folders_relative_to_their_file() {
             "origin": "top-level", "baseDir": cwd.join(".pi")})
     );
     assert_eq!(
-        list[7]["sourceInfo"],
+        list[8]["sourceInfo"],
         json!({"path": agent.join("extra-skills/listed/SKILL.md"), "source": "local",
             "scope": "user", "origin": "top-level", "baseDir": agent})
     );
@@ -279,6 +292,8 @@ fn settings_list_more_folders_relative_to_their_file() {
 fn a_skill_file_gone_since_startup_is_reported_and_the_text_kept() {
     let mock = MockServer::start_background().unwrap();
     let mut t = ready_tau(builder(&mock));
+    // Answered only once the session (and its resources) exist.
+    assert!(names(&commands(&mut t)).contains(&"skill:user-skill".to_string()));
     let file = t.agent_dir().join("skills/user-skill/SKILL.md");
     std::fs::remove_file(&file).unwrap();
     mock.push(Reply::text("ok"));
