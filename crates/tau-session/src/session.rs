@@ -185,11 +185,12 @@ impl AgentSession {
             client: None,
             active: None,
             host_bridge: Arc::new(crate::HostToolBridge::default()),
-            resources: crate::resources::Resources::load(
-                &config.agent_dir,
-                &config.cwd,
-                &config.resources,
-            ),
+            // An opened session reads them when it settles, as a switched-to one does.
+            resources: if opening.is_some() {
+                crate::resources::Resources::default()
+            } else {
+                crate::resources::Resources::load(&config.agent_dir, &config.cwd, &config.resources)
+            },
             context_files: if config.no_context_files {
                 Vec::new()
             } else {

@@ -68,18 +68,6 @@ impl RawJsonArray {
     }
 }
 
-/// What the parse thread is told while it waits.
-enum ToParser {
-    /// Something to drop before the parse starts.
-    Discard(Box<dyn Send>),
-}
-
-impl std::fmt::Debug for ToParser {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Discard")
-    }
-}
-
 /// A session file being opened; [`DeferredOpen::finish`] gives the store.
 #[derive(Debug)]
 pub struct DeferredOpen {
@@ -92,8 +80,9 @@ pub struct DeferredOpen {
 enum Parsing {
     Thread {
         handle: JoinHandle<Result<SessionStore, StoreError>>,
-        /// Dropping it starts the parse at once.
-        to_parser: mpsc::Sender<ToParser>,
+        /// Things for the parse thread to drop before it parses; dropping the sender starts
+        /// the parse at once.
+        to_parser: mpsc::Sender<Box<dyn Send>>,
     },
     /// Files that need a migration are opened the ordinary way.
     Done(Box<Result<SessionStore, StoreError>>),
@@ -117,7 +106,7 @@ impl DeferredOpen {
     pub fn discard(&self, garbage: impl Send + 'static) {
         if let Parsing::Thread { to_parser, .. } = &self.parsing {
             // A parse thread that is gone has nothing to free it; it is dropped here then.
-            let _ = to_parser.send(ToParser::Discard(Box::new(garbage)));
+            let _ = to_parser.send(Box::new(garbage));
         }
     }
 
@@ -162,14 +151,14 @@ impl SessionStore {
             elements: elements.into(),
         });
         let owned_path = path.to_path_buf();
-        let (to_parser, told) = mpsc::channel::<ToParser>();
+        let (to_parser, told) = mpsc::channel::<Box<dyn Send>>();
         let handle = std::thread::Builder::new()
             .name("tau-session-load".into())
             .spawn(move || {
                 let deadline = Instant::now() + PARSE_DELAY;
                 let mut garbage = Vec::new();
                 // Until the delay is over or the sender is dropped (`finish`).
-                while let Ok(ToParser::Discard(g)) =
+                while let Ok(g) =
                     told.recv_timeout(deadline.saturating_duration_since(Instant::now()))
                 {
                     garbage.push(g);
@@ -228,7 +217,10 @@ fn skim_line(line: &str) -> Skim<Skimmed<'_>> {
                         }
                     })?;
                     let end = c.position();
-                    let text = line.get(start..end).unwrap_or_default().trim_end();
+                    let text = line
+                        .get(start..end)
+                        .ok_or(tau_ai::skim::Unreadable)?
+                        .trim_end();
                     skimmed.message = Some((text, plain));
                 }
                 _ => c.skip()?,
@@ -328,7 +320,7 @@ fn branch_message_spans(bytes: &[u8], header_end: usize) -> Option<Vec<Range<usi
         let entry = entries.get(i)?;
         match (entry.kind, entry.message) {
             ("message", Some((json, true))) => {
-                let start = json.as_ptr().addr() - base;
+                let start = json.as_ptr().addr().checked_sub(base)?;
                 spans.push(start..start + json.len());
             }
             ("message", _) | ("compaction", _) | ("branch_summary", _) | ("custom_message", _) => {

@@ -19,8 +19,12 @@ const PLAN: &str =
     "First line of the project prompt that is quite long and goes past sixty chars\nmore\n";
 
 /// A tau with skills and templates in the agent directory, the project's `.pi/` and `.tau/`
-/// and `.agents/`, talking to a mock.
+/// and `.agents/`, talking to a mock, without a session file.
 fn builder(mock: &BackgroundMock) -> TauBuilder {
+    with_resources(mock).arg("--no-session")
+}
+
+fn with_resources(mock: &BackgroundMock) -> TauBuilder {
     let models = json!({"providers": {"mock": {
         "baseUrl": format!("{}/v1", mock.url()), "api": "openai-completions", "apiKey": "k",
         "models": [{"id": "mock-1", "contextWindow": 100000, "maxTokens": 4096}],
@@ -41,7 +45,6 @@ fn builder(mock: &BackgroundMock) -> TauBuilder {
             "---\ndescription: cli one\n---\ncli body $ARGUMENTS\n",
         )
         .cwd_file(".git/HEAD", "ref: refs/heads/main\n")
-        .arg("--no-session")
 }
 
 fn commands(t: &mut Tau) -> Vec<Value> {
@@ -307,4 +310,30 @@ fn a_skill_file_gone_since_startup_is_reported_and_the_text_kept() {
     let body = mock.requests().last().unwrap().body.clone();
     let user = body["messages"].as_array().unwrap().last().unwrap().clone();
     assert!(user["content"].to_string().contains("/skill:user-skill go"));
+}
+
+#[test]
+fn a_session_opened_at_startup_has_its_resources() {
+    let mock = MockServer::start_background().unwrap();
+    let dirs = tau_test_kit::Dirs::new();
+    let cwd = dirs.cwd().canonicalize().unwrap();
+    let header = json!({"type": "session", "version": 3,
+        "id": "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0002", "timestamp": "2026-01-01T00:00:00.000Z",
+        "cwd": cwd});
+    let message = json!({"type": "message", "id": "aaaaaaaa", "parentId": null,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "earlier", "timestamp": 1}});
+    let path = cwd.join("opened.jsonl");
+    std::fs::write(&path, format!("{header}\n{message}\n")).unwrap();
+    let mut t = ready_tau(
+        with_resources(&mock)
+            .dirs(dirs)
+            .arg("--session")
+            .arg(path.to_str().unwrap()),
+    );
+    assert!(names(&commands(&mut t)).contains(&"skill:user-skill".to_string()));
+    assert_eq!(
+        sent_text(&mock, &mut t, "/rev a.rs"),
+        "Review a.rs please; all: a.rs"
+    );
 }
