@@ -34,10 +34,15 @@ pub trait RunHost: Send + Sync {
     fn push_message(&self, message: AgentMessage);
     /// The context as the model sees it.
     fn llm_context(&self) -> Vec<Message>;
-    /// Steering messages due now (per the steering mode); the host reports `queue_update`.
-    fn take_steering(&self) -> BoxFuture<'_, Vec<AgentMessage>>;
+    /// Steering messages due now (per the steering mode).
+    fn take_steering(&self) -> Vec<AgentMessage>;
     /// Follow-up messages due now (per the follow-up mode).
-    fn take_follow_up(&self) -> BoxFuture<'_, Vec<AgentMessage>>;
+    fn take_follow_up(&self) -> Vec<AgentMessage>;
+    /// A message taken from a queue is about to be delivered (right before its
+    /// `message_start`, which is when pi reports the queue without it: `queue_update`).
+    fn delivering(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
     /// xcsh's `immediate` interrupt mode: a queued steering message cuts the running tool
     /// batch short. Read at every tool completion, so a change applies at once.
     fn interrupts_tools(&self) -> bool {
@@ -76,11 +81,11 @@ pub async fn run(
         deliver(host, message, &mut added).await;
     }
     let continuing = prompts_were_empty;
-    let mut pending = host.take_steering().await;
+    let mut pending = host.take_steering();
     if continuing && pending.is_empty() {
         // A continuation (queued messages after an abort): follow-ups start it when no
         // steering is waiting.
-        pending = host.take_follow_up().await;
+        pending = host.take_follow_up();
     }
     let mut first = true;
     loop {
@@ -91,6 +96,7 @@ pub async fn run(
             }
             first = false;
             for message in std::mem::take(&mut pending) {
+                host.delivering().await;
                 deliver(host, message, &mut added).await;
             }
             let reply = stream_reply(spec, host, cancel).await;
@@ -134,9 +140,9 @@ pub async fn run(
                 tool_results: results,
             })
             .await;
-            pending = host.take_steering().await;
+            pending = host.take_steering();
         }
-        pending = host.take_follow_up().await;
+        pending = host.take_follow_up();
         if pending.is_empty() {
             break;
         }

@@ -119,17 +119,19 @@ pub struct Usage {
     pub cache_read: u64,
     #[serde(rename = "cacheWrite")]
     pub cache_write: u64,
-    /// Subset of `cache_write` written with one-hour retention (Anthropic only).
+    /// Always written by pi; older documents omit it, hence the default.
+    #[serde(rename = "totalTokens", default)]
+    pub total_tokens: u64,
+    pub cost: Cost,
+    /// Subset of `cache_write` written with one-hour retention. Present (0 when the
+    /// provider gave no breakdown) on every `anthropic-messages` reply, absent on the other
+    /// APIs, and written after `cost`, all as pi 0.79 does.
     #[serde(
         rename = "cacheWrite1h",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub cache_write_1h: Option<u64>,
-    /// Always written by pi; older documents omit it, hence the default.
-    #[serde(rename = "totalTokens", default)]
-    pub total_tokens: u64,
-    pub cost: Cost,
 }
 
 /// `{"role":"user",…}`.

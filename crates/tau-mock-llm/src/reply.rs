@@ -99,6 +99,10 @@ pub struct Usage {
     pub output: u64,
     pub cache_read: u64,
     pub cache_write: u64,
+    /// The part of `cacheWrite` kept for an hour (Anthropic's `cache_creation` breakdown;
+    /// the other APIs cannot express it).
+    #[serde(rename = "cacheWrite1h", skip_serializing_if = "is_zero")]
+    pub cache_write_1h: u64,
 }
 
 impl Default for Usage {
@@ -108,6 +112,7 @@ impl Default for Usage {
             output: 5,
             cache_read: 0,
             cache_write: 0,
+            cache_write_1h: 0,
         }
     }
 }
@@ -246,7 +251,14 @@ impl Reply {
             output,
             cache_read,
             cache_write,
+            cache_write_1h: self.usage.cache_write_1h,
         };
+        self
+    }
+
+    /// Sets how many of the cache writes are kept for an hour (Anthropic only).
+    pub fn cache_write_1h(mut self, tokens: u64) -> Self {
+        self.usage.cache_write_1h = tokens;
         self
     }
 

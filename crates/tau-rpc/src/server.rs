@@ -39,11 +39,26 @@ pub enum ExitReason {
     OutputFailed,
 }
 
+/// A `prompt` that came after the run's `agent_end` while the run still had post-run work
+/// (a retry, a compaction, its last records). pi 0.79 clients prompt as soon as they read
+/// `agent_end`, so it is neither refused nor started on top of that work: it waits, unanswered,
+/// until the run task finishes, and is then handled as if it had arrived at that moment.
+struct HeldPrompt {
+    id: Option<Value>,
+    name: &'static str,
+    text: String,
+    images: Option<Vec<ImageContent>>,
+}
+
 /// Answers commands for one session.
 pub struct RpcServer {
     session: AgentSession,
     sink: EventSink,
     version: String,
+    held: Option<HeldPrompt>,
+    /// Records that came after the held prompt, handled after it so that the host's order is
+    /// kept. Only what must act at once (aborts, host-tool and UI replies) skips the line.
+    backlog: std::collections::VecDeque<Inbound>,
 }
 
 impl RpcServer {
@@ -52,6 +67,8 @@ impl RpcServer {
             session,
             sink,
             version: version.to_string(),
+            held: None,
+            backlog: std::collections::VecDeque::new(),
         }
     }
 
@@ -59,9 +76,47 @@ impl RpcServer {
         &self.session
     }
 
+    /// True while a prompt waits for the run's post-run work ([`RpcServer::release_held`]
+    /// offers it again).
+    pub fn holds_prompt(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// Returns when the run a held prompt waits for has finished.
+    pub async fn run_finished(&mut self) {
+        self.session.run_finished().await;
+    }
+
+    /// Offers the held prompt again, then handles the records that queued up behind it,
+    /// until none is left or a prompt is held again.
+    pub async fn release_held(&mut self) {
+        if let Some(held) = self.held.take() {
+            self.prompt(held.id, held.name, &held.text, held.images, None)
+                .await;
+        }
+        while self.held.is_none()
+            && let Some(inbound) = self.backlog.pop_front()
+        {
+            self.handle_inbound(inbound).await;
+        }
+    }
+
     /// Handles one stdin record, writing its response (if it gets one) to the sink.
     pub async fn handle_line(&mut self, line: &[u8]) {
-        match parse_line(line) {
+        let inbound = parse_line(line);
+        if self.held.is_some() && !acts_at_once(&inbound) {
+            self.backlog.push_back(inbound);
+            return;
+        }
+        self.handle_inbound(inbound).await;
+        if self.held.is_none() && !self.backlog.is_empty() {
+            // An abort released the held prompt; what waited behind it goes next.
+            self.release_held().await;
+        }
+    }
+
+    async fn handle_inbound(&mut self, inbound: Inbound) {
+        match inbound {
             Inbound::Command { id, command } => {
                 if let Some(reply) = self.dispatch(id, command).await {
                     self.sink.emit_line(reply).await;
@@ -112,9 +167,16 @@ impl RpcServer {
         }
     }
 
-    /// Finishes pending work after stdin closed: the active run ends on its own.
+    /// Finishes pending work after stdin closed: the active run ends on its own, and a held
+    /// prompt and what came after it still run (decision 11).
     pub async fn finish(&mut self) {
-        self.session.wait_idle().await;
+        loop {
+            self.session.wait_idle().await;
+            if self.held.is_none() && self.backlog.is_empty() {
+                break;
+            }
+            self.release_held().await;
+        }
     }
 
     /// Stops for a signal: the active run is aborted (its closing events are still written).
@@ -127,13 +189,26 @@ impl RpcServer {
     async fn prompt(
         &mut self,
         id: Option<Value>,
-        name: &str,
+        name: &'static str,
         text: &str,
         images: Option<Vec<ImageContent>>,
         queue_as: Option<QueueAs>,
     ) -> Option<Vec<u8>> {
-        let images = images.unwrap_or_default();
-        match self.session.prompt(text, images, queue_as).await {
+        let kept_images = images.clone();
+        match self
+            .session
+            .prompt(text, images.unwrap_or_default(), queue_as)
+            .await
+        {
+            Ok(PromptOutcome::Held) => {
+                self.held = Some(HeldPrompt {
+                    id,
+                    name,
+                    text: text.to_string(),
+                    images: kept_images,
+                });
+                None
+            }
             Err(err) => Some(fail(id, name, err)),
             Ok(PromptOutcome::Queued) => Some(ok(
                 id,
@@ -193,8 +268,22 @@ impl RpcServer {
             }
             RpcCommand::Abort(_) => {
                 self.session.abort().await;
+                if let Some(held) = self.held.take() {
+                    // The held prompt came before this abort; in pi it would already be
+                    // running, so it starts and the abort ends it.
+                    self.prompt(held.id, held.name, &held.text, held.images, None)
+                        .await;
+                    self.session.abort().await;
+                }
                 self.sink.emit_line(done(id, name)).await;
                 self.session.continue_if_queued();
+                None
+            }
+            // Success whether or not a retry was waiting, as pi answers; the response goes
+            // out before the back-off is cancelled, so it precedes `auto_retry_end` as in pi.
+            RpcCommand::AbortRetry(_) => {
+                self.sink.emit_line(done(id, name)).await;
+                self.session.abort_retry();
                 None
             }
             RpcCommand::Bash(c) => {
@@ -360,11 +449,6 @@ impl RpcServer {
                 Ok(tool_names) => ok(id, name, &HostToolsData { tool_names }),
                 Err(err) => fail(id, name, err),
             },
-            // Success whether or not a retry was waiting, as pi answers.
-            RpcCommand::AbortRetry(_) => {
-                session.abort_retry();
-                done(id, name)
-            }
             // Success whether or not a command was running, as pi answers.
             RpcCommand::AbortBash(_) => {
                 session.abort_bash();
@@ -375,9 +459,10 @@ impl RpcServer {
                 self.session.set_locale(&c.locale);
                 done(id, name)
             }
-            RpcCommand::Prompt(_) | RpcCommand::AbortAndPrompt(_) | RpcCommand::Abort(_) => {
-                fail(id, name, "prompts are dispatched before this point")
-            }
+            RpcCommand::Prompt(_)
+            | RpcCommand::AbortAndPrompt(_)
+            | RpcCommand::Abort(_)
+            | RpcCommand::AbortRetry(_) => fail(id, name, "dispatched before this point"),
             RpcCommand::NewSession(c) => {
                 session.new_session(c.parent_session).await;
                 ok(id, name, &CancelledData { cancelled: false })
@@ -607,6 +692,7 @@ where
             biased;
             code = &mut shutdown => break ExitReason::Signal(code),
             _ = &mut failed_rx => break ExitReason::OutputFailed,
+            () = server.run_finished(), if server.holds_prompt() => server.release_held().await,
             line = in_rx.recv() => match line {
                 Some(line) => server.handle_line(&line).await,
                 None => break ExitReason::InputClosed,
@@ -643,4 +729,21 @@ fn commands_of(resources: &tau_session::resources::Resources) -> Value {
             "source": "skill", "sourceInfo": s.source_info})
     });
     json!({"commands": templates.chain(skills).collect::<Vec<_>>()})
+}
+
+/// Records that take effect even while a held prompt keeps the others waiting: the aborts
+/// (decision 9), replies to calls a run is waiting on, and lines that are only answered
+/// with an error.
+fn acts_at_once(inbound: &Inbound) -> bool {
+    match inbound {
+        Inbound::Command { command, .. } => matches!(
+            command,
+            RpcCommand::Abort(_) | RpcCommand::AbortRetry(_) | RpcCommand::AbortBash(_)
+        ),
+        Inbound::UiResponse(_)
+        | Inbound::HostToolResult(_)
+        | Inbound::HostToolUpdate(_)
+        | Inbound::Rejected(_)
+        | Inbound::Ignored => true,
+    }
 }

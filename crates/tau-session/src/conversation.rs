@@ -24,6 +24,10 @@ pub(crate) struct State {
     pub messages: Vec<AgentMessage>,
     pub steering: VecDeque<Queued>,
     pub follow_up: VecDeque<Queued>,
+    /// Queued texts a run has taken but not yet delivered (true: steering). pi reports a
+    /// queued message until its `message_start`, so `queue_update` and the pending count
+    /// keep them until then.
+    pub delivering: VecDeque<(bool, String)>,
     pub steering_mode: QueueMode,
     pub follow_up_mode: QueueMode,
     pub interrupt_mode: tau_agent::InterruptMode,
@@ -39,12 +43,26 @@ pub(crate) struct State {
 }
 
 impl State {
-    /// The queue texts as `queue_update` reports them.
+    /// The queue texts as `queue_update` reports them: those taken but not yet delivered
+    /// (the oldest), then those still waiting.
     pub fn queue_update(&self) -> SessionEvent {
+        let texts = |steering: bool, queue: &VecDeque<Queued>| {
+            self.delivering
+                .iter()
+                .filter(|(s, _)| *s == steering)
+                .map(|(_, text)| text.clone())
+                .chain(queue.iter().map(|q| q.text.clone()))
+                .collect()
+        };
         SessionEvent::QueueUpdate {
-            steering: self.steering.iter().map(|q| q.text.clone()).collect(),
-            follow_up: self.follow_up.iter().map(|q| q.text.clone()).collect(),
+            steering: texts(true, &self.steering),
+            follow_up: texts(false, &self.follow_up),
         }
+    }
+
+    /// Queued messages not yet delivered, taken or not (pi's `pendingMessageCount`).
+    pub fn pending_count(&self) -> usize {
+        self.steering.len() + self.follow_up.len() + self.delivering.len()
     }
 }
 
@@ -95,34 +113,37 @@ pub(crate) struct Host {
     /// Automatic retry as set when the run started.
     pub retry: RetrySettings,
     pub context_window: u64,
+    /// Set just before the task's first `agent_end` is written, and kept: what remains of
+    /// the task then is post-run work (a retry or a compaction, with the runs they continue),
+    /// during which a prompt is held rather than refused, because pi 0.79 clients prompt as
+    /// soon as they read `agent_end`, whatever follows it.
+    pub ended: Arc<std::sync::atomic::AtomicBool>,
 }
 
-fn take(queue: &mut VecDeque<Queued>, mode: QueueMode) -> Vec<AgentMessage> {
+fn take(queue: &mut VecDeque<Queued>, mode: QueueMode) -> Vec<Queued> {
     let n = match mode {
         QueueMode::All => queue.len(),
         QueueMode::OneAtATime => queue.len().min(1),
     };
-    queue.drain(..n).map(|q| q.message).collect()
+    queue.drain(..n).collect()
 }
 
 impl Host {
-    async fn take_from(&self, steering: bool) -> Vec<AgentMessage> {
-        let (taken, update) = {
-            let mut state = self.conversation.lock();
-            let taken = if steering {
-                let mode = state.steering_mode;
-                take(&mut state.steering, mode)
-            } else {
-                let mode = state.follow_up_mode;
-                take(&mut state.follow_up, mode)
-            };
-            let update = (!taken.is_empty()).then(|| state.queue_update());
-            (taken, update)
+    /// Takes the queued messages due now; they stay in the reported queue until delivered
+    /// ([`RunHost::delivering`]).
+    fn take_from(&self, steering: bool) -> Vec<AgentMessage> {
+        let mut state = self.conversation.lock();
+        let state = &mut *state;
+        let (queue, mode) = if steering {
+            (&mut state.steering, state.steering_mode)
+        } else {
+            (&mut state.follow_up, state.follow_up_mode)
         };
-        if let Some(update) = update {
-            self.events.emit(update).await;
-        }
-        taken
+        let taken = take(queue, mode);
+        state
+            .delivering
+            .extend(taken.iter().map(|q| (steering, q.text.clone())));
+        taken.into_iter().map(|q| q.message).collect()
     }
 }
 
@@ -154,6 +175,10 @@ impl RunHost for Host {
     }
 
     fn emit(&self, event: AgentEvent) -> BoxFuture<'_, ()> {
+        use std::sync::atomic::Ordering;
+        if let AgentEvent::AgentEnd { .. } = &event {
+            self.ended.store(true, Ordering::Release);
+        }
         Box::pin(self.events.emit(SessionEvent::Agent(event)))
     }
 
@@ -167,12 +192,23 @@ impl RunHost for Host {
         convert_to_llm(&self.conversation.lock().messages)
     }
 
-    fn take_steering(&self) -> BoxFuture<'_, Vec<AgentMessage>> {
-        Box::pin(self.take_from(true))
+    fn take_steering(&self) -> Vec<AgentMessage> {
+        self.take_from(true)
     }
 
-    fn take_follow_up(&self) -> BoxFuture<'_, Vec<AgentMessage>> {
-        Box::pin(self.take_from(false))
+    fn take_follow_up(&self) -> Vec<AgentMessage> {
+        self.take_from(false)
+    }
+
+    fn delivering(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let update = {
+                let mut state = self.conversation.lock();
+                state.delivering.pop_front();
+                state.queue_update()
+            };
+            self.events.emit(update).await;
+        })
     }
 
     fn interrupts_tools(&self) -> bool {

@@ -106,6 +106,10 @@ pub enum PromptOutcome {
     /// Ready to run: answer the prompt, then pass this to [`AgentSession::launch`] (so that
     /// the response is written before `agent_start`).
     Start(Box<Launch>),
+    /// The run has written an `agent_end` but still has post-run work (a retry, a
+    /// compaction, the runs they continue, its last records). Nothing was done: offer the prompt again once
+    /// [`AgentSession::run_finished`] returns, and answer it then.
+    Held,
 }
 
 /// A run that has been accepted but not started.
@@ -122,6 +126,8 @@ struct ActiveRun {
     /// Cleared when the run has ended (`agent_end` written), before its task writes
     /// `agent_settled` and exits: from then on a new prompt starts a new run.
     running: Arc<std::sync::atomic::AtomicBool>,
+    /// The task has written an `agent_end` (see [`Host`]).
+    ended: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// One conversation.
@@ -281,6 +287,26 @@ impl AgentSession {
             .is_some_and(|run| run.running.load(std::sync::atomic::Ordering::Acquire))
     }
 
+    /// The active run's task has written its `agent_end` and is doing post-run work.
+    fn in_post_run(&self) -> bool {
+        self.active.as_ref().is_some_and(|run| {
+            run.running.load(std::sync::atomic::Ordering::Acquire)
+                && run.ended.load(std::sync::atomic::Ordering::Acquire)
+        })
+    }
+
+    /// Returns when the active run's task has finished (never, while there is none: meant
+    /// for a `select!` that waits to offer a held prompt again). Cancel-safe.
+    pub async fn run_finished(&mut self) {
+        match self.active.as_mut() {
+            Some(run) => {
+                let _ = (&mut run.handle).await;
+                self.active = None;
+            }
+            None => std::future::pending().await,
+        }
+    }
+
     /// Waits for an ended run's task to write its last event, so a new run's events never
     /// interleave with it.
     async fn reap(&mut self) {
@@ -304,8 +330,7 @@ impl AgentSession {
     }
     /// Queued steering plus follow-up messages (pi's `pendingMessageCount`).
     pub fn pending_message_count(&self) -> usize {
-        let state = self.conversation.lock();
-        state.steering.len() + state.follow_up.len()
+        self.conversation.lock().pending_count()
     }
     /// xcsh's `queuedMessageCount`: the pending messages plus hidden next-turn messages,
     /// of which tau has none yet.
@@ -353,20 +378,17 @@ impl AgentSession {
 
     /// Empties both queues and returns what they held (`clear_queue`).
     pub async fn clear_queues(&mut self) -> (Vec<String>, Vec<String>) {
-        let (steering, follow_up): (Vec<String>, Vec<String>) = {
+        // Messages a run has already taken are delivered regardless; they stay reported.
+        let (steering, follow_up, update): (Vec<String>, Vec<String>, _) = {
             let mut state = self.conversation.lock();
             (
                 state.steering.drain(..).map(|q| q.text).collect(),
                 state.follow_up.drain(..).map(|q| q.text).collect(),
+                state.queue_update(),
             )
         };
         if !steering.is_empty() || !follow_up.is_empty() {
-            self.events
-                .emit(SessionEvent::QueueUpdate {
-                    steering: Vec::new(),
-                    follow_up: Vec::new(),
-                })
-                .await;
+            self.events.emit(update).await;
         }
         (steering, follow_up)
     }
@@ -622,6 +644,9 @@ impl AgentSession {
         queue_as: Option<QueueAs>,
     ) -> Result<PromptOutcome, SessionError> {
         self.reap().await;
+        if queue_as.is_none() && self.in_post_run() {
+            return Ok(PromptOutcome::Held);
+        }
         let text = &self.expand_input(text).await;
         if self.is_streaming() {
             let Some(queue_as) = queue_as else {
@@ -740,11 +765,13 @@ impl AgentSession {
         let cancel = CancellationToken::new();
         let mut retry = crate::retry::RetrySettings::from_settings(&self.settings);
         retry.enabled &= self.auto_retry;
+        let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let host = Host {
             conversation: Arc::clone(&self.conversation),
             events: self.events.clone(),
             retry,
             context_window: spec.model.context_window,
+            ended: Arc::clone(&ended),
         };
         let run_cancel = cancel.clone();
         let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -787,6 +814,7 @@ impl AgentSession {
             cancel,
             handle,
             running,
+            ended,
         });
     }
 

@@ -93,14 +93,31 @@ pub fn estimate_context_tokens(messages: &[AgentMessage]) -> u64 {
     }
 }
 
-/// True when some reply after the last compaction summary has a trusted count (pi reports
-/// `contextUsage.tokens` as unknown until then).
-pub fn has_count_since_compaction(messages: &[AgentMessage]) -> bool {
-    let since = messages
+/// Whether the context's size can be told from a provider count: true without a compaction
+/// on the branch; after one, only when the newest successful reply *entered after the
+/// compaction entry* has a non-zero count. Replies kept from before the compaction sit after
+/// its summary in the context but counted the old, longer context, so pi (and tau) report
+/// `contextUsage.tokens` as unknown until the next reply.
+pub fn usage_known_since_compaction(branch: &[&crate::store::SessionEntry]) -> bool {
+    use crate::store::EntryKind;
+    let Some(at) = branch
         .iter()
-        .rposition(|m| matches!(m, AgentMessage::CompactionSummary(_)))
-        .map_or(0, |i| i + 1);
-    last_counted_reply(&messages[since..]).is_some()
+        .rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }))
+    else {
+        return true;
+    };
+    branch[at + 1..]
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EntryKind::Message {
+                message: AgentMessage::Assistant(a),
+            } if !matches!(a.stop_reason, StopReason::Aborted | StopReason::Error) => {
+                Some(usage_tokens(&a.usage) > 0)
+            }
+            _ => None,
+        })
+        .unwrap_or(false)
 }
 
 #[cfg(test)]

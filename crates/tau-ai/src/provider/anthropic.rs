@@ -382,13 +382,6 @@ impl Decoder {
         if let Some(v) = n(usage, "cache_creation_input_tokens") {
             self.usage.cache_write = v;
         }
-        if let Some(v) = usage
-            .get("cache_creation")
-            .and_then(|c| n(c, "ephemeral_1h_input_tokens"))
-            .filter(|v| *v > 0)
-        {
-            self.usage.cache_write_1h = Some(v);
-        }
         let u = &mut self.usage;
         u.total_tokens = u.input + u.output + u.cache_read + u.cache_write;
     }
@@ -485,7 +478,6 @@ impl Adapter for Decoder {
         match kind {
             "message_start" => {
                 self.started = true;
-                ops.push(Op::Start);
                 let message = data.get("message").cloned().unwrap_or(Value::Null);
                 if let Some(id) = message.get("id").and_then(Value::as_str) {
                     ops.push(Op::ResponseId(id.to_string()));
@@ -493,10 +485,18 @@ impl Adapter for Decoder {
                 if let Some(model) = message.get("model").and_then(Value::as_str) {
                     ops.push(Op::ResponseModel(model.to_string()));
                 }
-                if let Some(usage) = message.get("usage") {
-                    self.update_usage(usage);
-                    ops.push(Op::Usage(self.usage.clone()));
-                }
+                let usage = message.get("usage").unwrap_or(&Value::Null);
+                self.update_usage(usage);
+                // Only `message_start` carries the one-hour breakdown; 0 without one.
+                self.usage.cache_write_1h = Some(
+                    usage
+                        .get("cache_creation")
+                        .and_then(|c| n(c, "ephemeral_1h_input_tokens"))
+                        .unwrap_or(0),
+                );
+                ops.push(Op::Usage(self.usage.clone()));
+                // After the usage, so the `start` event's message carries it.
+                ops.push(Op::Start);
             }
             "content_block_start" => {
                 let index = n(&data, "index").unwrap_or(0);
@@ -727,6 +727,23 @@ mod tests {
             ),
             (100, 30, 50, 10, 190)
         );
+        // No breakdown from the provider: pi's 0.
+        assert_eq!(usage.cache_write_1h, Some(0));
+    }
+
+    #[test]
+    fn the_one_hour_cache_breakdown_is_read_and_usage_comes_before_start() {
+        let (ops, _) = run(&[(
+            "message_start",
+            r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":7,"cache_creation_input_tokens":30,"cache_creation":{"ephemeral_5m_input_tokens":10,"ephemeral_1h_input_tokens":20}}}}"#,
+        )]);
+        let usage_at = ops.iter().position(|o| matches!(o, Op::Usage(_)));
+        let start_at = ops.iter().position(|o| matches!(o, Op::Start));
+        assert!(usage_at < start_at && start_at.is_some(), "{ops:?}");
+        let Some(Op::Usage(usage)) = usage_at.map(|i| &ops[i]) else {
+            panic!("no usage in {ops:?}");
+        };
+        assert_eq!((usage.cache_write, usage.cache_write_1h), (30, Some(20)));
     }
 
     #[test]

@@ -73,7 +73,15 @@ impl Emitter {
 
     /// Applies one decoded operation.
     pub async fn apply(&mut self, op: Op) -> Result<(), ProviderError> {
-        self.ensure_started().await;
+        // Facts about the reply (its usage, ids) do not start it: an adapter that learns them
+        // before its first content, as Anthropic's `message_start` does, gets them into the
+        // `start` event's message, as pi's does.
+        if !matches!(
+            op,
+            Op::Usage(_) | Op::ResponseId(_) | Op::ResponseModel(_) | Op::StopReason(_)
+        ) {
+            self.ensure_started().await;
+        }
         match op {
             Op::Start => {}
             Op::TextStart => {
@@ -305,7 +313,10 @@ impl Emitter {
         u.cost.input = per(self.cost.input, u.input);
         u.cost.output = per(self.cost.output, u.output);
         u.cost.cache_read = per(self.cost.cache_read, u.cache_read);
-        u.cost.cache_write = per(self.cost.cache_write, u.cache_write);
+        // One-hour cache writes are billed at twice the input price (Anthropic's rule).
+        let long_writes = u.cache_write_1h.unwrap_or(0).min(u.cache_write);
+        u.cost.cache_write = per(self.cost.cache_write, u.cache_write - long_writes)
+            + per(self.cost.input * 2.0, long_writes);
         u.cost.total = u.cost.input + u.cost.output + u.cost.cache_read + u.cost.cache_write;
     }
 }
@@ -314,4 +325,52 @@ fn bad_index(index: usize) -> ProviderError {
     ProviderError::Stream(format!(
         "provider stream referred to unknown content block {index}"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{InputModality, ModelCost};
+
+    #[tokio::test]
+    async fn one_hour_cache_writes_cost_twice_the_input_price() {
+        let model = Model {
+            id: "m".into(),
+            name: "m".into(),
+            api: "anthropic-messages".into(),
+            provider: "p".into(),
+            base_url: String::new(),
+            reasoning: false,
+            thinking_level_map: None,
+            input: vec![InputModality::Text],
+            cost: ModelCost {
+                input: 3.0,
+                output: 15.0,
+                cache_read: 0.3,
+                cache_write: 3.75,
+            },
+            context_window: 1000,
+            max_tokens: 100,
+            headers: None,
+            compat: None,
+        };
+        let (tx, mut rx) = mpsc::channel(8);
+        let mut emitter = Emitter::new(&model, tx, false);
+        let usage = Usage {
+            cache_write: 3_000_000,
+            cache_write_1h: Some(1_000_000),
+            ..Usage::default()
+        };
+        emitter.apply(Op::Usage(usage)).await.unwrap();
+        emitter.finish().await;
+        let mut done = None;
+        while let Some(event) = rx.recv().await {
+            if let AssistantMessageEvent::Done { message, .. } = event {
+                done = Some(message);
+            }
+        }
+        let cost = done.expect("a done event").usage.cost;
+        // 2M five-minute writes at 3.75 per million, 1M one-hour writes at 2 × 3.
+        assert!((cost.cache_write - (7.5 + 6.0)).abs() < 1e-9, "{cost:?}");
+    }
 }

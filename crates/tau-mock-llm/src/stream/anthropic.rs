@@ -48,6 +48,11 @@ impl Encoder for Anthropic {
                             "input_tokens": usage.input,
                             "cache_creation_input_tokens": usage.cache_write,
                             "cache_read_input_tokens": usage.cache_read,
+                            "cache_creation": {
+                                "ephemeral_5m_input_tokens":
+                                    usage.cache_write.saturating_sub(usage.cache_write_1h),
+                                "ephemeral_1h_input_tokens": usage.cache_write_1h,
+                            },
                             "output_tokens": usage.output.min(1),
                         },
                     },

@@ -231,7 +231,14 @@ impl AgentSession {
         let dir = self.sessions_dir();
         let store = {
             let current = self.conversation.store();
-            let Some(leaf) = current.leaf_id() else {
+            // Before the first message the leaf is only the start's model and thinking-level
+            // entries: nothing a user would call an entry (pi fails then too, its file not yet
+            // written; see docs/decisions.md).
+            let has_message = current
+                .branch_path()
+                .iter()
+                .any(|e| matches!(e.kind, crate::store::EntryKind::Message { .. }));
+            let (Some(leaf), true) = (current.leaf_id(), has_message) else {
                 return Err(SessionError::Store(
                     "Cannot clone session: no current entry selected".into(),
                 ));
@@ -370,8 +377,9 @@ impl AgentSession {
         if let Some(model) = &self.model
             && model.context_window > 0
         {
-            let tokens = tokens::has_count_since_compaction(messages)
-                .then(|| tokens::estimate_context_tokens(messages));
+            let known =
+                tokens::usage_known_since_compaction(&self.conversation.store().branch_path());
+            let tokens = known.then(|| tokens::estimate_context_tokens(messages));
             stats.context_usage = Some((tokens, model.context_window));
         }
         stats

@@ -73,6 +73,11 @@ fn all_commands() -> Vec<(Value, Expect)> {
         ),
         (json!({"type": "set_auto_retry", "enabled": false}), Works),
         (json!({"type": "abort_retry"}), Works),
+        // Before the bash command below, whose result would be an entry to clone.
+        (
+            json!({"type": "clone"}),
+            Fails("Cannot clone session: no current entry selected"),
+        ),
         (
             json!({"type": "bash", "command": "ls", "excludeFromContext": true}),
             Works,
@@ -91,7 +96,6 @@ fn all_commands() -> Vec<(Value, Expect)> {
             json!({"type": "fork", "entryId": "abc12345"}),
             Fails("Invalid entry ID for forking"),
         ),
-        (json!({"type": "clone"}), Works),
         (json!({"type": "get_fork_messages"}), Works),
         (
             json!({"type": "branch", "entryId": "abc12345"}),

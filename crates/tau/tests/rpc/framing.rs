@@ -104,6 +104,13 @@ fn every_bad_line_gets_one_error_and_reading_continues() {
             7 | 8 => {
                 assert_eq!(e["id"], format!("t{}", i - 6));
                 assert_eq!(e["command"], "parse");
+                // pi says `Unknown command: undefined` without `command` (decision T2).
+                let expected = if i == 7 {
+                    r#"Failed to parse command: missing "type""#
+                } else {
+                    r#"Failed to parse command: "type" must be a string"#
+                };
+                assert_eq!(error, expected);
             }
             10 => {
                 assert_eq!(e["id"], "t4");

@@ -15,6 +15,7 @@ mod compaction;
 mod framing;
 mod lifecycle;
 mod models;
+mod pi_parity;
 mod resources;
 mod retry;
 mod sessions;
