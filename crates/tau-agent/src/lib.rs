@@ -3,21 +3,16 @@
 //! [`AgentEvent`] stream of a run, the [`run`] loop and the [`AgentTool`] interface.
 
 mod convert;
-mod event;
-mod message;
 mod run;
 mod tool;
 mod validate;
 
 pub use convert::convert_to_llm;
-pub use event::{AgentEvent, AgentToolResult};
-pub use message::{
-    AgentMessage, BashExecutionMessage, BranchSummaryMessage, CompactionSummaryMessage,
-    CustomMessage,
-};
+// The agent's messages and events are wire types, owned by `tau-protocol`.
 pub use run::{RunHost, RunSpec, SKIPPED_FOR_STEERING, run};
+pub use tau_protocol::{
+    AgentEvent, AgentMessage, AgentToolResult, BashExecutionMessage, BranchSummaryMessage,
+    CompactionSummaryMessage, CustomMessage, InterruptMode, QueueMode,
+};
 pub use tool::{AgentTool, ToolContext};
 pub use validate::{coerce, validate_arguments};
-
-mod modes;
-pub use modes::{InterruptMode, QueueMode};

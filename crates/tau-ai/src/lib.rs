@@ -7,26 +7,17 @@
 //! resolves models and keys, and `skim` reads JSON without building it on hot paths.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
-pub mod js_number;
-#[macro_use]
-mod macros;
-mod message;
-mod model;
 pub mod provider;
 pub mod registry;
 pub mod skim;
-mod stream;
 
-pub use message::{
-    AssistantContent, AssistantMessage, Cost, ImageContent, Message, StopReason, TextContent,
-    ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserContentBlock,
-    UserMessage,
+// The message, model and stream-event types are wire types, owned by `tau-protocol`.
+pub use tau_protocol::{
+    AssistantContent, AssistantMessage, AssistantMessageEvent, Cost, ImageContent, InputModality,
+    Message, Model, ModelCost, StopReason, TextContent, ThinkingContent, ThinkingLevel,
+    ThinkingLevelMap, ToolCall, ToolResultMessage, UnknownThinkingLevel, Usage, UserContent,
+    UserContentBlock, UserMessage, clamp_thinking_level, js_number, serialize_by_variant,
 };
-pub use model::{
-    InputModality, Model, ModelCost, ThinkingLevel, ThinkingLevelMap, UnknownThinkingLevel,
-    clamp_thinking_level,
-};
-pub use stream::AssistantMessageEvent;
 
 /// Milliseconds since the Unix epoch: the timestamp of messages on the wire.
 pub fn now_ms() -> i64 {

@@ -1,13 +1,13 @@
-//! pi's RPC mode over stdio: JSONL framing ([`framing`]), the complete wire surface
-//! ([`wire`]), decoding of each line ([`parse`]), command dispatch ([`server`]) and the single
-//! stdout writer ([`writer`]). [`serve`] ties them together for the binary.
+//! pi's RPC mode over stdio: JSONL framing ([`framing`]), decoding of each line ([`parse`]), command dispatch ([`server`]) and the single
+//! stdout writer ([`writer`]). [`serve`] ties them together for the binary. The wire types are
+//! `tau-protocol`'s, re-exported as [`wire`].
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod framing;
 pub mod parse;
 pub mod server;
 pub mod snapshot;
-pub mod wire;
+pub use tau_protocol::rpc as wire;
 pub mod writer;
 
 pub use server::{ExitReason, RpcServer, serve};

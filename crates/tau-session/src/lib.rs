@@ -4,7 +4,6 @@
 
 pub mod compaction;
 mod conversation;
-mod events;
 pub mod export_html;
 mod host_tools;
 pub mod models;
@@ -17,10 +16,8 @@ pub mod settings;
 mod startup;
 pub mod store;
 pub mod system_prompt;
-mod todos;
 pub mod tokens;
 
-pub use events::{CompactionReason, CompactionResult, SessionEvent, TodoReminderItem};
 pub use host_tools::{
     HostTool, HostToolBridge, HostToolCall, HostToolCancel, HostToolDefinition, HostToolError,
     HostToolOutput, HostToolRegistry, RegisteredHostTool,
@@ -33,7 +30,8 @@ pub use session::{
 };
 pub use settings::Settings;
 pub use startup::{SessionChoice, StartupStore, session_dir, startup_store};
-pub use todos::{TodoItem, TodoPhase, TodoStatus};
+pub use tau_protocol::{CompactionReason, CompactionResult, SessionEvent, TodoReminderItem};
+pub use tau_protocol::{TodoItem, TodoPhase, TodoStatus};
 
 /// Names of the built-in tools; host tools may not reuse them.
 pub use tau_tools::BUILTIN_TOOLS as BUILTIN_TOOL_NAMES;

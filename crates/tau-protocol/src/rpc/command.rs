@@ -1,10 +1,10 @@
 //! Commands a host sends on stdin, one JSON object per line, tagged by `type`.
 
+use crate::{HostToolDefinition, TodoPhase};
+use crate::{ImageContent, ThinkingLevel};
+use crate::{InterruptMode, QueueMode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tau_agent::{InterruptMode, QueueMode};
-use tau_ai::{ImageContent, ThinkingLevel};
-use tau_session::{HostToolDefinition, TodoPhase};
 
 /// How a prompt sent during a run is queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

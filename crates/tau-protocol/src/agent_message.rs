@@ -2,9 +2,9 @@
 //! `bashExecution` (the RPC `bash` command), `custom` (extensions), and the two summaries;
 //! they are converted to user messages before an LLM call.
 
+use crate::{AssistantMessage, ToolResultMessage, UserContent, UserMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tau_ai::{AssistantMessage, ToolResultMessage, UserContent, UserMessage};
 
 /// Output of a `bash` RPC command, kept in the context until the next prompt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,7 +79,7 @@ pub enum AgentMessage {
     BranchSummary(BranchSummaryMessage),
 }
 
-tau_ai::serialize_by_variant!(AgentMessage {
+crate::serialize_by_variant!(AgentMessage {
     User,
     Assistant,
     ToolResult,

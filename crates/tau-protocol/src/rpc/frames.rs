@@ -1,9 +1,9 @@
 //! Records that are not commands: the response envelope, the `ready` handshake, and the
 //! extension-UI and host-tool sub-protocols in both directions.
 
+use crate::{HostToolCall, HostToolCancel, HostToolOutput, SessionEvent};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
-use tau_session::{HostToolCall, HostToolCancel, HostToolOutput, SessionEvent};
 
 /// `{"type":"ready","version":…}`: the first line on stdout (decision 5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,12 +1,9 @@
 //! Session-level events: everything a session emits besides the agent-run events, which it
 //! forwards unchanged inside [`SessionEvent::Agent`].
 
+use crate::{AgentEvent, ThinkingLevel, TodoStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tau_agent::AgentEvent;
-use tau_ai::ThinkingLevel;
-
-use crate::TodoStatus;
 
 /// Why a compaction runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@
 //! additions of `decisions.md`. The data types that other layers own (messages, models,
 //! session events) are re-exported here so the surface is complete.
 
-pub(crate) mod command;
+pub mod command;
 mod frames;
 mod payloads;
 
@@ -33,16 +33,12 @@ pub use payloads::{
     ThinkingLevelsData, TodosData, TokenTotals, TreeData,
 };
 
-pub use tau_agent::{
-    AgentEvent, AgentMessage, AgentToolResult, BashExecutionMessage, BranchSummaryMessage,
-    CompactionSummaryMessage, CustomMessage, InterruptMode, QueueMode,
-};
-pub use tau_ai::{
-    AssistantContent, AssistantMessage, AssistantMessageEvent, Cost, ImageContent, Message, Model,
-    ModelCost, StopReason, TextContent, ThinkingContent, ThinkingLevel, ToolCall,
-    ToolResultMessage, Usage, UserContent, UserContentBlock, UserMessage,
-};
-pub use tau_session::{
-    CompactionReason, CompactionResult, HostToolCall, HostToolCancel, HostToolDefinition,
-    HostToolOutput, SessionEvent, TodoItem, TodoPhase, TodoReminderItem, TodoStatus,
+pub use crate::{
+    AgentEvent, AgentMessage, AgentToolResult, AssistantContent, AssistantMessage,
+    AssistantMessageEvent, BashExecutionMessage, BranchSummaryMessage, CompactionReason,
+    CompactionResult, CompactionSummaryMessage, Cost, CustomMessage, HostToolCall, HostToolCancel,
+    HostToolDefinition, HostToolOutput, ImageContent, InterruptMode, Message, Model, ModelCost,
+    QueueMode, SessionEvent, StopReason, TextContent, ThinkingContent, ThinkingLevel, TodoItem,
+    TodoPhase, TodoReminderItem, TodoStatus, ToolCall, ToolResultMessage, Usage, UserContent,
+    UserContentBlock, UserMessage,
 };

@@ -1,10 +1,10 @@
 //! The `data` of successful responses, one type per command family.
 
+use crate::TodoPhase;
+use crate::{AgentMessage, InterruptMode, QueueMode};
+use crate::{Model, ThinkingLevel};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tau_agent::{AgentMessage, InterruptMode, QueueMode};
-use tau_ai::{Model, ThinkingLevel};
-use tau_session::TodoPhase;
 
 /// `get_state`: pi's fields plus xcsh's (`interruptMode`, `queuedMessageCount`,
 /// `todoPhases`) and tau's `autoRetryEnabled` (decision 2 and tau's decisions).
@@ -158,7 +158,7 @@ pub struct ContextUsage {
     pub tokens: Option<u64>,
     #[serde(rename = "contextWindow")]
     pub context_window: u64,
-    #[serde(serialize_with = "tau_ai::js_number::serialize_option")]
+    #[serde(serialize_with = "crate::js_number::serialize_option")]
     pub percent: Option<f64>,
 }
 
@@ -184,7 +184,7 @@ pub struct SessionStats {
     #[serde(rename = "totalMessages")]
     pub total_messages: u64,
     pub tokens: TokenTotals,
-    #[serde(serialize_with = "tau_ai::js_number::serialize")]
+    #[serde(serialize_with = "crate::js_number::serialize")]
     pub cost: f64,
     #[serde(
         rename = "contextUsage",

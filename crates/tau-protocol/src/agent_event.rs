@@ -1,8 +1,8 @@
 //! Events of an agent run, forwarded verbatim to RPC clients.
 
+use crate::{AssistantMessageEvent, ToolResultMessage, Usage, UserContentBlock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tau_ai::{AssistantMessageEvent, ToolResultMessage, Usage, UserContentBlock};
 
 use crate::AgentMessage;
 
