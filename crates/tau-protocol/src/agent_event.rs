@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::AgentMessage;
 
 /// What a tool returns: content for the model plus tool-specific `details` for clients.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentToolResult {
     pub content: Vec<UserContentBlock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -19,7 +19,7 @@ pub struct AgentToolResult {
 
 /// One event of an agent run. A run is `agent_start … agent_end`; a turn is one assistant
 /// reply plus its tool calls and results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEvent {
     AgentStart,

@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Output of a `bash` RPC command, kept in the context until the next prompt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename = "bashExecution")]
+#[schemars(rename = "BashExecutionMessage", extend("x-tag" = {"role": "bashExecution"}))]
 pub struct BashExecutionMessage {
     pub command: String,
     pub output: String,
@@ -33,8 +34,9 @@ pub struct BashExecutionMessage {
 }
 
 /// A message an extension put into the conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename = "custom")]
+#[schemars(rename = "CustomMessage", extend("x-tag" = {"role": "custom"}))]
 pub struct CustomMessage {
     #[serde(rename = "customType")]
     pub custom_type: String,
@@ -46,8 +48,9 @@ pub struct CustomMessage {
 }
 
 /// Stands in for everything before a compaction's cut point.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename = "compactionSummary")]
+#[schemars(rename = "CompactionSummaryMessage", extend("x-tag" = {"role": "compactionSummary"}))]
 pub struct CompactionSummaryMessage {
     pub summary: String,
     #[serde(rename = "tokensBefore")]
@@ -56,8 +59,9 @@ pub struct CompactionSummaryMessage {
 }
 
 /// Summary of a branch the conversation came back from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename = "branchSummary")]
+#[schemars(rename = "BranchSummaryMessage", extend("x-tag" = {"role": "branchSummary"}))]
 pub struct BranchSummaryMessage {
     pub summary: String,
     #[serde(rename = "fromId")]
@@ -67,7 +71,7 @@ pub struct BranchSummaryMessage {
 
 /// A message in an agent's context, tagged by `role`. Each inner struct writes its own
 /// `role`, so a message serialises the same inside the enum and on its own.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum AgentMessage {
     User(UserMessage),

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::{AssistantMessage, StopReason, ToolCall};
 
 /// One event of an assistant message stream (`assistantMessageEvent` on the wire).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AssistantMessageEvent {
     Start {

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::UserContentBlock;
 
 /// A host tool as the host describes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostToolDefinition {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -20,7 +20,7 @@ pub struct HostToolDefinition {
 }
 
 /// The output of a host tool, final or partial.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostToolOutput {
     pub content: Vec<UserContentBlock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,8 +30,9 @@ pub struct HostToolOutput {
 }
 
 /// `{"type":"host_tool_call",…}` (stdout): run a host tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "host_tool_call")]
+#[schemars(rename = "HostToolCall", extend("x-tag" = {"type": "host_tool_call"}))]
 pub struct HostToolCall {
     pub id: String,
     #[serde(rename = "toolCallId")]
@@ -42,8 +43,9 @@ pub struct HostToolCall {
 }
 
 /// `{"type":"host_tool_cancel","id":…,"targetId":…}` (stdout).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "host_tool_cancel")]
+#[schemars(rename = "HostToolCancel", extend("x-tag" = {"type": "host_tool_cancel"}))]
 pub struct HostToolCancel {
     pub id: String,
     #[serde(rename = "targetId")]

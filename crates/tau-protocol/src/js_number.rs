@@ -36,7 +36,7 @@ pub fn serialize_option<S: Serializer>(
 
 #[cfg(test)]
 mod tests {
-    #[derive(serde::Serialize)]
+    #[derive(serde::Serialize, schemars::JsonSchema)]
     struct N(#[serde(serialize_with = "super::serialize")] f64);
 
     fn show(v: f64) -> String {

@@ -16,6 +16,7 @@ mod message;
 mod model;
 mod modes;
 pub mod rpc;
+pub mod schema;
 mod session_event;
 mod todos;
 

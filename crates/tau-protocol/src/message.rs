@@ -4,8 +4,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// `{"type":"text","text":…}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "text")]
+#[schemars(rename = "TextContent", extend("x-tag" = {"type": "text"}))]
 pub struct TextContent {
     pub text: String,
     /// Provider metadata carried across turns (OpenAI Responses message ids).
@@ -18,8 +19,9 @@ pub struct TextContent {
 }
 
 /// `{"type":"thinking","thinking":…}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "thinking")]
+#[schemars(rename = "ThinkingContent", extend("x-tag" = {"type": "thinking"}))]
 pub struct ThinkingContent {
     pub thinking: String,
     #[serde(
@@ -35,8 +37,9 @@ pub struct ThinkingContent {
 }
 
 /// `{"type":"image","data":<base64>,"mimeType":…}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "image")]
+#[schemars(rename = "ImageContent", extend("x-tag" = {"type": "image"}))]
 pub struct ImageContent {
     pub data: String,
     #[serde(rename = "mimeType")]
@@ -44,8 +47,9 @@ pub struct ImageContent {
 }
 
 /// `{"type":"toolCall","id":…,"name":…,"arguments":{…}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "toolCall")]
+#[schemars(rename = "ToolCall", extend("x-tag" = {"type": "toolCall"}))]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -60,7 +64,7 @@ pub struct ToolCall {
 }
 
 /// A block of user or tool-result content.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum UserContentBlock {
     Text(TextContent),
@@ -68,7 +72,7 @@ pub enum UserContentBlock {
 }
 
 /// A block of assistant content.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum AssistantContent {
     Text(TextContent),
@@ -77,7 +81,7 @@ pub enum AssistantContent {
 }
 
 /// User content is either a plain string or a list of blocks; pi itself always writes blocks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum UserContent {
     Text(String),
@@ -85,7 +89,7 @@ pub enum UserContent {
 }
 
 /// Why an assistant message ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum StopReason {
     Stop,
@@ -96,7 +100,7 @@ pub enum StopReason {
 }
 
 /// Cost in dollars, per usage category.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cost {
     #[serde(serialize_with = "crate::js_number::serialize")]
     pub input: f64,
@@ -111,7 +115,7 @@ pub struct Cost {
 }
 
 /// Token usage of one assistant message.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Usage {
     pub input: u64,
     pub output: u64,
@@ -135,8 +139,9 @@ pub struct Usage {
 }
 
 /// `{"role":"user",…}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename = "user")]
+#[schemars(rename = "UserMessage", extend("x-tag" = {"role": "user"}))]
 pub struct UserMessage {
     pub content: UserContent,
     pub timestamp: i64,
@@ -147,8 +152,9 @@ pub struct UserMessage {
 
 /// `{"role":"assistant",…}`. Field order follows pi: the fields a provider sets while
 /// streaming (`responseId`, `errorMessage`, …) come after `timestamp`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename = "assistant")]
+#[schemars(rename = "AssistantMessage", extend("x-tag" = {"role": "assistant"}))]
 pub struct AssistantMessage {
     pub content: Vec<AssistantContent>,
     pub api: String,
@@ -185,8 +191,9 @@ pub struct AssistantMessage {
 }
 
 /// `{"role":"toolResult",…}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename = "toolResult")]
+#[schemars(rename = "ToolResultMessage", extend("x-tag" = {"role": "toolResult"}))]
 pub struct ToolResultMessage {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: String,
@@ -201,7 +208,7 @@ pub struct ToolResultMessage {
 }
 
 /// A message in an LLM context.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum Message {
     User(UserMessage),

@@ -7,7 +7,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Reasoning effort requested from a model. Models without reasoning run at `Off`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ThinkingLevel {
     Off,
@@ -74,7 +86,7 @@ impl FromStr for ThinkingLevel {
 pub type ThinkingLevelMap = serde_json::Map<String, Value>;
 
 /// What a model accepts as input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum InputModality {
     Text,
@@ -82,7 +94,7 @@ pub enum InputModality {
 }
 
 /// Prices in dollars per million tokens.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ModelCost {
     #[serde(serialize_with = "crate::js_number::serialize")]
     pub input: f64,
@@ -95,7 +107,7 @@ pub struct ModelCost {
 }
 
 /// A model as pi describes it on the wire (`get_state.model`, `set_model`, …).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Model {
     pub id: String,
     pub name: String,

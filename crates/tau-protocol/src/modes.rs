@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 /// How many queued messages one delivery point takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum QueueMode {
     /// Everything queued.
     #[serde(rename = "all")]
@@ -15,7 +17,9 @@ pub enum QueueMode {
 }
 
 /// When steering messages take effect relative to a batch of tool calls (xcsh).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum InterruptMode {
     /// After the whole batch has finished (pi 0.79's behaviour; the default).

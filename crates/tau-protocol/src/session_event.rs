@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Why a compaction runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CompactionReason {
     Manual,
@@ -18,7 +18,7 @@ pub enum CompactionReason {
 
 /// Outcome of a successful compaction (the `compact` response and `compaction_end.result`).
 /// Carries the union of pi's and xcsh's fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompactionResult {
     pub summary: String,
     #[serde(
@@ -49,7 +49,7 @@ pub struct CompactionResult {
 }
 
 /// One incomplete task in a `todo_reminder` event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TodoReminderItem {
     pub id: String,
     pub content: String,
@@ -57,7 +57,7 @@ pub struct TodoReminderItem {
 }
 
 /// Everything a session emits, tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionEvent {
     /// The full current steering and follow-up queues, after any change.

@@ -22,6 +22,36 @@ use tempfile::TempDir;
 /// returns as soon as its record arrives.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// The protocol's schema, as checked in (`tau schema` prints the same text).
+pub const PROTOCOL_SCHEMA: &str = include_str!("../../../docs/protocol.schema.json");
+
+/// Checks one stdout record against `#/$defs/StdoutRecord` of the protocol's schema; the
+/// error lists what does not match and where.
+pub fn check_stdout_record(record: &Value) -> Result<(), String> {
+    static VALIDATOR: std::sync::OnceLock<Result<jsonschema::Validator, String>> =
+        std::sync::OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        let mut schema: Value = serde_json::from_str(PROTOCOL_SCHEMA).map_err(|e| e.to_string())?;
+        schema["$ref"] = Value::String("#/$defs/StdoutRecord".into());
+        if let Some(object) = schema.as_object_mut() {
+            object.remove("anyOf");
+        }
+        jsonschema::validator_for(&schema).map_err(|e| e.to_string())
+    });
+    let validator = validator
+        .as_ref()
+        .map_err(|e| format!("the schema does not compile: {e}"))?;
+    let problems: Vec<String> = validator
+        .iter_errors(record)
+        .map(|e| format!("  at {}: {e}", e.instance_path()))
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
 /// One stdout record.
 #[derive(Debug, Clone)]
 pub struct Record {
@@ -348,6 +378,14 @@ impl Tau {
         }
         match self.records.recv_timeout(timeout) {
             Ok(record) => {
+                if let Some(json) = &record.json
+                    && let Err(problems) = check_stdout_record(json)
+                {
+                    panic!(
+                        "tau wrote a record that docs/protocol.schema.json does not allow:\n{}\n{problems}",
+                        String::from_utf8_lossy(&record.raw)
+                    );
+                }
                 self.history.push(record.clone());
                 Some(record)
             }
@@ -500,4 +538,37 @@ pub fn run_once(bin: &Path, args: &[&str], stdin: &[u8]) -> (ExitStatus, Vec<u8>
         output.stdout,
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_stdout_record;
+    use serde_json::json;
+
+    #[test]
+    fn the_schema_check_rejects_what_tau_must_not_write() {
+        for good in [
+            json!({"type": "ready", "version": "0.1.0"}),
+            json!({"type": "agent_start"}),
+            json!({"type": "agent_end", "messages": [], "willRetry": false}),
+            json!({"id": "a", "type": "response", "command": "get_state", "success": false, "error": "x"}),
+            json!({"type": "response", "command": "abort", "success": true}),
+            json!({"type": "response", "command": "cycle_model", "success": true, "data": null}),
+            json!({"type": "queue_update", "steering": [], "followUp": ["a"]}),
+        ] {
+            assert_eq!(check_stdout_record(&good), Ok(()), "{good}");
+        }
+        for bad in [
+            json!({"type": "bogus"}),
+            json!({"type": "agent_end"}),
+            json!({"type": "response", "command": "get_state", "success": true}),
+            json!({"type": "response", "command": "abort", "success": true, "data": {}}),
+            json!({"type": "response", "command": "abort", "success": false}),
+            json!({"type": "response", "command": "x", "success": true, "extra": 1}),
+            json!({"type": "message_end", "message": {"role": "assistant", "content": []}}),
+            json!({"type": "message_start", "message": {"role": "user", "content": [{"type": "txt", "text": "a"}], "timestamp": 1}}),
+        ] {
+            assert!(check_stdout_record(&bad).is_err(), "accepted {bad}");
+        }
+    }
 }

@@ -191,6 +191,14 @@ const DASH_ALIASES: [(&str, &str); 8] = [
 /// Parses and checks the arguments (without the program name). The error is the text
 /// after `Error: `.
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, String> {
+    let args: Vec<OsString> = args.into_iter().collect();
+    // `tau schema` alone: the protocol's JSON Schema. (Any other bare word is a message, as in
+    // pi, and messages need a one-shot mode.)
+    if args.len() == 1 && args[0] == "schema" {
+        return Ok(Invocation::Print(
+            tau_protocol::schema::protocol_schema_text(),
+        ));
+    }
     let argv = std::iter::once(OsString::from("tau")).chain(args.into_iter().map(|arg| {
         DASH_ALIASES
             .iter()

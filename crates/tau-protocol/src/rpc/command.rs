@@ -4,10 +4,12 @@ use crate::{HostToolDefinition, TodoPhase};
 use crate::{ImageContent, ThinkingLevel};
 use crate::{InterruptMode, QueueMode};
 use serde::{Deserialize, Serialize};
+
+use super::payloads::*;
 use serde_json::Value;
 
 /// How a prompt sent during a run is queued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum StreamingBehavior {
     #[serde(rename = "steer")]
     Steer,
@@ -16,11 +18,11 @@ pub enum StreamingBehavior {
 }
 
 /// A command without fields.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NoFields {}
 
 /// `prompt`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PromptCommand {
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -37,7 +39,7 @@ pub struct PromptCommand {
 }
 
 /// `steer`, `follow_up` and `abort_and_prompt`: a message with optional images.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QueueMessageCommand {
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,7 +47,7 @@ pub struct QueueMessageCommand {
 }
 
 /// `new_session`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NewSessionCommand {
     #[serde(
         rename = "parentSession",
@@ -56,7 +58,7 @@ pub struct NewSessionCommand {
 }
 
 /// `set_model`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetModelCommand {
     pub provider: String,
     #[serde(rename = "modelId")]
@@ -64,25 +66,25 @@ pub struct SetModelCommand {
 }
 
 /// `set_thinking_level`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetThinkingLevelCommand {
     pub level: ThinkingLevel,
 }
 
 /// `set_steering_mode` and `set_follow_up_mode`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetQueueModeCommand {
     pub mode: QueueMode,
 }
 
 /// `set_interrupt_mode` (xcsh).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetInterruptModeCommand {
     pub mode: InterruptMode,
 }
 
 /// `compact`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompactCommand {
     #[serde(
         rename = "customInstructions",
@@ -93,19 +95,19 @@ pub struct CompactCommand {
 }
 
 /// `set_auto_compaction`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetAutoCompactionCommand {
     pub enabled: bool,
 }
 
 /// `set_auto_retry`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetAutoRetryCommand {
     pub enabled: bool,
 }
 
 /// `bash`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BashCommand {
     pub command: String,
     #[serde(
@@ -117,7 +119,7 @@ pub struct BashCommand {
 }
 
 /// `export_html`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExportHtmlCommand {
     #[serde(
         rename = "outputPath",
@@ -128,53 +130,53 @@ pub struct ExportHtmlCommand {
 }
 
 /// `switch_session`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SwitchSessionCommand {
     #[serde(rename = "sessionPath")]
     pub session_path: String,
 }
 
 /// `fork` (pi).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ForkCommand {
     #[serde(rename = "entryId")]
     pub entry_id: String,
 }
 
 /// `branch` (xcsh).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BranchCommand {
     #[serde(rename = "entryId")]
     pub entry_id: String,
 }
 
 /// `set_session_name`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetSessionNameCommand {
     pub name: String,
 }
 
 /// `set_todos` (xcsh).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetTodosCommand {
     pub phases: Vec<TodoPhase>,
 }
 
 /// `set_host_tools` (xcsh).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetHostToolsCommand {
     pub tools: Vec<HostToolDefinition>,
 }
 
 /// `get_entries` (pi 1.x).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GetEntriesCommand {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
 }
 
 /// `set_locale` (xcsh).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetLocaleCommand {
     pub locale: String,
 }
@@ -217,9 +219,9 @@ pub(crate) fn describe_field_error(err: serde_path_to_error::Error<serde_json::E
 
 /// Declares every command once: its wire name, its variant and its fields.
 macro_rules! commands {
-    ($( $(#[$doc:meta])* $name:literal => $variant:ident($fields:ty), )*) => {
+    ($( $(#[$doc:meta])* $name:literal => $variant:ident($fields:ty) $(-> $data:ty)?, )*) => {
         /// Every command tau understands, tagged by `type`.
-        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
         #[serde(tag = "type")]
         pub enum RpcCommand {
             $( $(#[$doc])* #[serde(rename = $name)] $variant($fields), )*
@@ -228,6 +230,21 @@ macro_rules! commands {
         impl RpcCommand {
             /// Every command name, in declaration order.
             pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            /// Each command's name and the schema of its successful response's `data`
+            /// (`None`: the response has no `data`).
+            pub fn response_data_schemas(
+                generator: &mut schemars::SchemaGenerator,
+            ) -> Vec<(&'static str, Option<schemars::Schema>)> {
+                vec![$(
+                    ($name, {
+                        #[allow(unused_mut, unused_assignments)]
+                        let mut data = None;
+                        $( data = Some(generator.subschema_for::<$data>()); )?
+                        data
+                    }),
+                )*]
+            }
 
             /// The command's `type` on the wire.
             pub fn name(&self) -> &'static str {
@@ -249,58 +266,58 @@ macro_rules! commands {
 }
 
 commands! {
-    "prompt" => Prompt(PromptCommand),
-    "steer" => Steer(QueueMessageCommand),
-    "follow_up" => FollowUp(QueueMessageCommand),
+    "prompt" => Prompt(PromptCommand) -> PromptData,
+    "steer" => Steer(QueueMessageCommand) -> PromptData,
+    "follow_up" => FollowUp(QueueMessageCommand) -> PromptData,
     "abort" => Abort(NoFields),
     /// xcsh: abort the run, then prompt, in one round trip.
-    "abort_and_prompt" => AbortAndPrompt(QueueMessageCommand),
-    "new_session" => NewSession(NewSessionCommand),
-    "get_state" => GetState(NoFields),
-    "get_messages" => GetMessages(NoFields),
-    "set_model" => SetModel(SetModelCommand),
-    "cycle_model" => CycleModel(NoFields),
-    "get_available_models" => GetAvailableModels(NoFields),
+    "abort_and_prompt" => AbortAndPrompt(QueueMessageCommand) -> PromptData,
+    "new_session" => NewSession(NewSessionCommand) -> CancelledData,
+    "get_state" => GetState(NoFields) -> RpcSessionState,
+    "get_messages" => GetMessages(NoFields) -> MessagesData,
+    "set_model" => SetModel(SetModelCommand) -> crate::Model,
+    "cycle_model" => CycleModel(NoFields) -> Option<CycleModelData>,
+    "get_available_models" => GetAvailableModels(NoFields) -> ModelsData,
     "set_thinking_level" => SetThinkingLevel(SetThinkingLevelCommand),
-    "cycle_thinking_level" => CycleThinkingLevel(NoFields),
+    "cycle_thinking_level" => CycleThinkingLevel(NoFields) -> Option<ThinkingLevelData>,
     /// pi 1.x.
-    "get_available_thinking_levels" => GetAvailableThinkingLevels(NoFields),
+    "get_available_thinking_levels" => GetAvailableThinkingLevels(NoFields) -> ThinkingLevelsData,
     "set_steering_mode" => SetSteeringMode(SetQueueModeCommand),
     "set_follow_up_mode" => SetFollowUpMode(SetQueueModeCommand),
     /// xcsh.
     "set_interrupt_mode" => SetInterruptMode(SetInterruptModeCommand),
-    "compact" => Compact(CompactCommand),
+    "compact" => Compact(CompactCommand) -> crate::CompactionResult,
     "set_auto_compaction" => SetAutoCompaction(SetAutoCompactionCommand),
     "set_auto_retry" => SetAutoRetry(SetAutoRetryCommand),
     "abort_retry" => AbortRetry(NoFields),
-    "bash" => Bash(BashCommand),
+    "bash" => Bash(BashCommand) -> BashResult,
     "abort_bash" => AbortBash(NoFields),
-    "get_session_stats" => GetSessionStats(NoFields),
-    "export_html" => ExportHtml(ExportHtmlCommand),
-    "switch_session" => SwitchSession(SwitchSessionCommand),
-    "fork" => Fork(ForkCommand),
-    "clone" => Clone(NoFields),
-    "get_fork_messages" => GetForkMessages(NoFields),
+    "get_session_stats" => GetSessionStats(NoFields) -> SessionStats,
+    "export_html" => ExportHtml(ExportHtmlCommand) -> PathData,
+    "switch_session" => SwitchSession(SwitchSessionCommand) -> CancelledData,
+    "fork" => Fork(ForkCommand) -> ForkData,
+    "clone" => Clone(NoFields) -> CancelledData,
+    "get_fork_messages" => GetForkMessages(NoFields) -> ForkMessagesData,
     /// xcsh's name for a fork from a user message (whole-file listing).
-    "branch" => Branch(BranchCommand),
-    "get_branch_messages" => GetBranchMessages(NoFields),
-    "get_last_assistant_text" => GetLastAssistantText(NoFields),
+    "branch" => Branch(BranchCommand) -> ForkData,
+    "get_branch_messages" => GetBranchMessages(NoFields) -> ForkMessagesData,
+    "get_last_assistant_text" => GetLastAssistantText(NoFields) -> LastAssistantTextData,
     "set_session_name" => SetSessionName(SetSessionNameCommand),
-    "get_commands" => GetCommands(NoFields),
+    "get_commands" => GetCommands(NoFields) -> CommandsData,
     /// xcsh.
-    "set_todos" => SetTodos(SetTodosCommand),
+    "set_todos" => SetTodos(SetTodosCommand) -> TodosData,
     /// xcsh.
-    "set_host_tools" => SetHostTools(SetHostToolsCommand),
+    "set_host_tools" => SetHostTools(SetHostToolsCommand) -> HostToolsData,
     /// pi 1.x: empty both queues and return what they held.
-    "clear_queue" => ClearQueue(NoFields),
+    "clear_queue" => ClearQueue(NoFields) -> QueueData,
     /// pi 1.x.
-    "get_entries" => GetEntries(GetEntriesCommand),
+    "get_entries" => GetEntries(GetEntriesCommand) -> EntriesData,
     /// pi 1.x.
-    "get_tree" => GetTree(NoFields),
+    "get_tree" => GetTree(NoFields) -> TreeData,
     /// xcsh.
     "set_locale" => SetLocale(SetLocaleCommand),
     /// xcsh.
-    "get_integrations" => GetIntegrations(NoFields),
+    "get_integrations" => GetIntegrations(NoFields) -> IntegrationsData,
 }
 
 #[cfg(test)]

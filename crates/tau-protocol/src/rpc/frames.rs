@@ -6,8 +6,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 /// `{"type":"ready","version":…}`: the first line on stdout (decision 5).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "ready")]
+#[schemars(rename = "Ready", extend("x-tag" = {"type": "ready"}))]
 pub struct Ready {
     /// Optional when read: xcsh's test doubles send `ready` without a version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -16,7 +17,9 @@ pub struct Ready {
 
 /// The fixed `"response"` tag. A response starts with `id`, so the tag cannot be a
 /// struct-level serde tag (that would put `type` first).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ResponseType {
     #[default]
@@ -26,7 +29,7 @@ pub enum ResponseType {
 /// The answer to one command: `{"id"?,"type":"response","command","success","data"?|"error"?}`.
 ///
 /// `D` is the payload type: [`Value`] when reading, the command's own type when writing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(bound(deserialize = "D: Deserialize<'de>"))]
 pub struct Response<D = Value> {
     /// The request's `id`, echoed as sent; absent when the request had none.
@@ -98,7 +101,7 @@ where
 }
 
 /// What an extension asks the host's UI to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "method")]
 pub enum UiMethod {
     #[serde(rename = "select")]
@@ -187,8 +190,9 @@ pub enum UiMethod {
 }
 
 /// `{"type":"extension_ui_request","id":…,"method":…,…}` (stdout).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "extension_ui_request")]
+#[schemars(rename = "ExtensionUiRequest", extend("x-tag" = {"type": "extension_ui_request"}))]
 pub struct ExtensionUiRequest {
     pub id: String,
     #[serde(flatten)]
@@ -196,8 +200,9 @@ pub struct ExtensionUiRequest {
 }
 
 /// `{"type":"extension_ui_response","id":…}` (stdin); never answered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "extension_ui_response")]
+#[schemars(rename = "ExtensionUiResponse", extend("x-tag" = {"type": "extension_ui_response"}))]
 pub struct ExtensionUiResponse {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,8 +217,9 @@ pub struct ExtensionUiResponse {
 }
 
 /// `{"type":"host_tool_result",…}` (stdin): a host tool finished.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "host_tool_result")]
+#[schemars(rename = "HostToolResult", extend("x-tag" = {"type": "host_tool_result"}))]
 pub struct HostToolResult {
     pub id: String,
     pub result: HostToolOutput,
@@ -222,8 +228,9 @@ pub struct HostToolResult {
 }
 
 /// `{"type":"host_tool_update",…}` (stdin): progress of a host tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "host_tool_update")]
+#[schemars(rename = "HostToolUpdate", extend("x-tag" = {"type": "host_tool_update"}))]
 pub struct HostToolUpdate {
     pub id: String,
     #[serde(rename = "partialResult")]
@@ -231,7 +238,7 @@ pub struct HostToolUpdate {
 }
 
 /// Any record tau writes to stdout. Each variant writes its own `type`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum OutboundRecord {
     Ready(Ready),

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// `get_state`: pi's fields plus xcsh's (`interruptMode`, `queuedMessageCount`,
 /// `todoPhases`) and tau's `autoRetryEnabled` (decision 2 and tau's decisions).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RpcSessionState {
     /// `null` when no model is usable (decision 1).
     pub model: Option<Model>,
@@ -58,13 +58,13 @@ fn default_true() -> bool {
 }
 
 /// `get_messages`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MessagesData {
     pub messages: Vec<AgentMessage>,
 }
 
 /// `cycle_model` (the response `data` is `null` when there is nothing to cycle to).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CycleModelData {
     pub model: Model,
     #[serde(rename = "thinkingLevel")]
@@ -74,25 +74,25 @@ pub struct CycleModelData {
 }
 
 /// `get_available_models`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ModelsData {
     pub models: Vec<Model>,
 }
 
 /// `cycle_thinking_level` (`data` is `null` for a model without reasoning).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThinkingLevelData {
     pub level: ThinkingLevel,
 }
 
 /// `get_available_thinking_levels`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThinkingLevelsData {
     pub levels: Vec<ThinkingLevel>,
 }
 
 /// `bash`: pi's fields plus xcsh's counters (decision 2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BashResult {
     pub output: String,
     /// Absent when cancelled or killed by a signal.
@@ -141,7 +141,7 @@ pub struct BashResult {
 }
 
 /// Token totals in `get_session_stats`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TokenTotals {
     pub input: u64,
     pub output: u64,
@@ -153,7 +153,7 @@ pub struct TokenTotals {
 }
 
 /// Current context-window use; `tokens`/`percent` are `null` right after a compaction.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextUsage {
     pub tokens: Option<u64>,
     #[serde(rename = "contextWindow")]
@@ -163,7 +163,7 @@ pub struct ContextUsage {
 }
 
 /// `get_session_stats`: pi's fields plus xcsh's `premiumRequests`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionStats {
     #[serde(
         rename = "sessionFile",
@@ -201,26 +201,26 @@ pub struct SessionStats {
 }
 
 /// `export_html`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PathData {
     pub path: String,
 }
 
 /// `new_session`, `switch_session`, `clone`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CancelledData {
     pub cancelled: bool,
 }
 
 /// `fork` and `branch`: the text of the message forked from (always present, decision 1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ForkData {
     pub text: String,
     pub cancelled: bool,
 }
 
 /// One user message that can be forked from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ForkMessage {
     #[serde(rename = "entryId")]
     pub entry_id: String,
@@ -228,19 +228,19 @@ pub struct ForkMessage {
 }
 
 /// `get_fork_messages` and `get_branch_messages`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ForkMessagesData {
     pub messages: Vec<ForkMessage>,
 }
 
 /// `get_last_assistant_text`: `{"text":null}` when there is none (decision 1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LastAssistantTextData {
     pub text: Option<String>,
 }
 
 /// A slash command a prompt can invoke.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandInfo {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -262,27 +262,27 @@ pub struct CommandInfo {
 }
 
 /// `get_commands`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandsData {
     pub commands: Vec<CommandInfo>,
 }
 
 /// `set_todos`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TodosData {
     #[serde(rename = "todoPhases")]
     pub todo_phases: Vec<TodoPhase>,
 }
 
 /// `set_host_tools`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostToolsData {
     #[serde(rename = "toolNames")]
     pub tool_names: Vec<String>,
 }
 
 /// `clear_queue`: what the queues held.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QueueData {
     pub steering: Vec<String>,
     #[serde(rename = "followUp")]
@@ -290,7 +290,7 @@ pub struct QueueData {
 }
 
 /// `get_entries`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntriesData {
     pub entries: Vec<Value>,
     #[serde(rename = "leafId")]
@@ -298,7 +298,7 @@ pub struct EntriesData {
 }
 
 /// `get_tree`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TreeData {
     pub tree: Vec<Value>,
     #[serde(rename = "leafId")]
@@ -306,7 +306,7 @@ pub struct TreeData {
 }
 
 /// What became of a prompt (pi 1.x, decision 3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Disposition {
     Started,
@@ -315,13 +315,13 @@ pub enum Disposition {
 }
 
 /// `prompt`, `steer`, `follow_up`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PromptData {
     pub disposition: Disposition,
 }
 
 /// The model's reachability in `get_integrations`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntegrationModel {
     /// `no_provider`, `connected` or `auth_error`.
     pub state: String,
@@ -332,7 +332,7 @@ pub struct IntegrationModel {
 }
 
 /// One service in `get_integrations`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntegrationService {
     pub name: String,
     pub state: String,
@@ -341,7 +341,7 @@ pub struct IntegrationService {
 }
 
 /// `get_integrations` (xcsh).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntegrationsData {
     pub version: String,
     pub model: IntegrationModel,

@@ -1,0 +1,155 @@
+//! The JSON Schema (draft 2020-12) of the whole protocol, generated from the types of this
+//! crate: what a host may write to stdin (`StdinRecord`) and what tau writes to stdout
+//! (`StdoutRecord`), with each command's response `data`. `tau schema` prints it and
+//! `docs/protocol.schema.json` holds a copy that a test keeps equal to it.
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{Map, Value, json};
+
+use crate::SessionEvent;
+use crate::rpc::{
+    ExtensionUiRequest, ExtensionUiResponse, HostToolResult, HostToolUpdate, Ready, RpcCommand,
+};
+use crate::{HostToolCall, HostToolCancel};
+
+/// The schema as a JSON value (keys in a stable order).
+pub fn protocol_schema() -> Value {
+    let mut generator = SchemaSettings::draft2020_12().into_generator();
+    let schema_of = |generator: &mut SchemaGenerator, f: fn(&mut SchemaGenerator) -> Schema| {
+        f(generator).to_value()
+    };
+    let command = schema_of(&mut generator, subschema::<RpcCommand>);
+    let stdin = vec![
+        command,
+        schema_of(&mut generator, subschema::<ExtensionUiResponse>),
+        schema_of(&mut generator, subschema::<HostToolResult>),
+        schema_of(&mut generator, subschema::<HostToolUpdate>),
+    ];
+    let stdout = vec![
+        schema_of(&mut generator, subschema::<Ready>),
+        json!({"$ref": "#/$defs/Response"}),
+        schema_of(&mut generator, subschema::<SessionEvent>),
+        schema_of(&mut generator, subschema::<ExtensionUiRequest>),
+        schema_of(&mut generator, subschema::<HostToolCall>),
+        schema_of(&mut generator, subschema::<HostToolCancel>),
+    ];
+    let data = RpcCommand::response_data_schemas(&mut generator);
+    let mut defs: Map<String, Value> = generator.take_definitions(true);
+    defs.insert("Response".into(), response_schema(data));
+    defs.insert(
+        "StdinRecord".into(),
+        json!({
+            "description": "One line a host writes to tau's stdin. Commands may carry an `id` \
+                (any JSON value, echoed in the response) and keys tau ignores.",
+            "anyOf": stdin,
+        }),
+    );
+    defs.insert(
+        "StdoutRecord".into(),
+        json!({
+            "description": "One line tau writes to stdout.",
+            "anyOf": stdout,
+        }),
+    );
+    let mut sorted: Vec<(String, Value)> = defs.into_iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut root = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "tau RPC protocol",
+        "description": "Every JSONL record of `tau --mode rpc`, one JSON object per line. \
+            Validate a stdin line against #/$defs/StdinRecord and a stdout line against \
+            #/$defs/StdoutRecord.",
+        "anyOf": [{"$ref": "#/$defs/StdinRecord"}, {"$ref": "#/$defs/StdoutRecord"}],
+        "$defs": Value::Object(sorted.into_iter().collect()),
+    });
+    apply_struct_tags(&mut root);
+    root
+}
+
+/// The schema as pretty JSON with a final newline, as checked in.
+pub fn protocol_schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(&protocol_schema()).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn subschema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+/// The response envelope, then one alternative per command for success (with that command's
+/// `data`, or none) and one for failure.
+fn response_schema(data: Vec<(&'static str, Option<Schema>)>) -> Value {
+    let mut alternatives: Vec<Value> = data
+        .into_iter()
+        .map(|(name, data)| {
+            let mut properties = json!({
+                "command": {"const": name},
+                "success": {"const": true},
+            });
+            match data {
+                Some(schema) => {
+                    properties["data"] = schema.to_value();
+                    json!({"properties": properties, "required": ["data"]})
+                }
+                None => json!({"properties": properties, "not": {"required": ["data"]}}),
+            }
+        })
+        .collect();
+    alternatives.push(json!({
+        "description": "A failure: any command, `parse` for a line that is not a JSON object \
+            with a string `type`.",
+        "properties": {"success": {"const": false}, "error": {"type": "string"}},
+        "required": ["error"],
+        "not": {"required": ["data"]},
+    }));
+    json!({
+        "description": "The one answer to a command.",
+        "type": "object",
+        "properties": {
+            "id": {"description": "The request's `id`, echoed as sent; absent when it had none."},
+            "type": {"const": "response"},
+            "command": {"type": "string"},
+            "success": {"type": "boolean"},
+            "data": true,
+            "error": {"type": "string"},
+        },
+        "required": ["type", "command", "success"],
+        "additionalProperties": false,
+        "anyOf": alternatives,
+    })
+}
+
+/// Structs that serde writes with a tag of their own (`#[serde(tag = "type", rename = …)]`)
+/// carry `x-tag` (schemars does not describe such a tag): it becomes a required constant
+/// property, first, as serde writes it.
+fn apply_struct_tags(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            if let Some(Value::Object(tag)) = object.remove("x-tag") {
+                let properties = match object.remove("properties") {
+                    Some(Value::Object(p)) => p,
+                    _ => Map::new(),
+                };
+                let mut required = match object.remove("required") {
+                    Some(Value::Array(r)) => r,
+                    _ => Vec::new(),
+                };
+                let mut tagged = Map::new();
+                for (field, constant) in tag {
+                    tagged.insert(field.clone(), json!({"type": "string", "const": constant}));
+                    required.insert(0, Value::String(field));
+                }
+                tagged.extend(properties);
+                object.insert("properties".into(), Value::Object(tagged));
+                object.insert("required".into(), Value::Array(required));
+            }
+            for child in object.values_mut() {
+                apply_struct_tags(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(apply_struct_tags),
+        _ => {}
+    }
+}
