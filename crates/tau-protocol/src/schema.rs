@@ -74,6 +74,10 @@ pub fn protocol_schema_text() -> String {
     text
 }
 
+/// Commands whose successful response may come without `data` (pi 0.79's), though tau's
+/// carries it.
+const DATA_OPTIONAL: &[&str] = &["prompt", "steer", "follow_up", "abort_and_prompt"];
+
 fn subschema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     generator.subschema_for::<T>()
 }
@@ -89,6 +93,11 @@ fn response_schema(data: Vec<(&'static str, Option<Schema>)>) -> Value {
                 "success": {"const": true},
             });
             match data {
+                // pi 0.79 answers the prompt family without data; tau adds `disposition`.
+                Some(schema) if DATA_OPTIONAL.contains(&name) => {
+                    properties["data"] = schema.to_value();
+                    json!({"properties": properties})
+                }
                 Some(schema) => {
                     properties["data"] = schema.to_value();
                     json!({"properties": properties, "required": ["data"]})
