@@ -11,6 +11,7 @@ mod macros;
 mod agent_event;
 mod agent_message;
 mod assistant_event;
+pub mod content;
 mod host_tools;
 mod message;
 mod model;
