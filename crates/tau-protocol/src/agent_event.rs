@@ -20,20 +20,23 @@ pub struct AgentToolResult {
 /// One event of an agent run. A run is `agent_start … agent_end`; a turn is one assistant
 /// reply plus its tool calls and results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum AgentEvent {
     AgentStart,
     AgentEnd {
         /// The messages produced in this run.
         messages: Vec<AgentMessage>,
         /// True when an automatic retry follows.
-        #[serde(rename = "willRetry", default)]
+        #[serde(default)]
         will_retry: bool,
     },
     TurnStart,
     TurnEnd {
         message: AgentMessage,
-        #[serde(rename = "toolResults")]
         tool_results: Vec<ToolResultMessage>,
     },
     MessageStart {
@@ -44,7 +47,6 @@ pub enum AgentEvent {
     MessageUpdate {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
-        #[serde(rename = "assistantMessageEvent")]
         assistant_message_event: Box<AssistantMessageEvent>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<Box<AgentMessage>>,
@@ -53,9 +55,7 @@ pub enum AgentEvent {
         message: AgentMessage,
     },
     ToolExecutionStart {
-        #[serde(rename = "toolCallId")]
         tool_call_id: String,
-        #[serde(rename = "toolName")]
         tool_name: String,
         args: Value,
         /// xcsh: the model's stated intent for the call.
@@ -63,32 +63,22 @@ pub enum AgentEvent {
         intent: Option<String>,
     },
     ToolExecutionUpdate {
-        #[serde(rename = "toolCallId")]
         tool_call_id: String,
-        #[serde(rename = "toolName")]
         tool_name: String,
         args: Value,
         /// The accumulated result so far, not a delta.
-        #[serde(rename = "partialResult")]
         partial_result: AgentToolResult,
     },
     ToolExecutionEnd {
-        #[serde(rename = "toolCallId")]
         tool_call_id: String,
-        #[serde(rename = "toolName")]
         tool_name: String,
         result: AgentToolResult,
-        #[serde(rename = "isError")]
         is_error: bool,
         /// xcsh: a successful result the tool flagged as a warning.
-        #[serde(rename = "isWarning", default, skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         is_warning: Option<bool>,
         /// pi 1.x: how long the tool ran.
-        #[serde(
-            rename = "durationMs",
-            default,
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
     },
 }

@@ -8,37 +8,28 @@ use serde_json::Value;
 
 /// Output of a `bash` RPC command, kept in the context until the next prompt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "role", rename = "bashExecution")]
+#[serde(tag = "role", rename = "bashExecution", rename_all = "camelCase")]
 #[schemars(rename = "BashExecutionMessage", extend("x-tag" = {"role": "bashExecution"}))]
 pub struct BashExecutionMessage {
     pub command: String,
     pub output: String,
     /// Absent when the command was cancelled or killed by a signal.
-    #[serde(rename = "exitCode", default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     pub cancelled: bool,
     pub truncated: bool,
-    #[serde(
-        rename = "fullOutputPath",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_output_path: Option<String>,
     pub timestamp: i64,
-    #[serde(
-        rename = "excludeFromContext",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude_from_context: Option<bool>,
 }
 
 /// A message an extension put into the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "role", rename = "custom")]
+#[serde(tag = "role", rename = "custom", rename_all = "camelCase")]
 #[schemars(rename = "CustomMessage", extend("x-tag" = {"role": "custom"}))]
 pub struct CustomMessage {
-    #[serde(rename = "customType")]
     pub custom_type: String,
     pub content: UserContent,
     pub display: bool,
@@ -49,22 +40,20 @@ pub struct CustomMessage {
 
 /// Stands in for everything before a compaction's cut point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "role", rename = "compactionSummary")]
+#[serde(tag = "role", rename = "compactionSummary", rename_all = "camelCase")]
 #[schemars(rename = "CompactionSummaryMessage", extend("x-tag" = {"role": "compactionSummary"}))]
 pub struct CompactionSummaryMessage {
     pub summary: String,
-    #[serde(rename = "tokensBefore")]
     pub tokens_before: u64,
     pub timestamp: i64,
 }
 
 /// Summary of a branch the conversation came back from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "role", rename = "branchSummary")]
+#[serde(tag = "role", rename = "branchSummary", rename_all = "camelCase")]
 #[schemars(rename = "BranchSummaryMessage", extend("x-tag" = {"role": "branchSummary"}))]
 pub struct BranchSummaryMessage {
     pub summary: String,
-    #[serde(rename = "fromId")]
     pub from_id: String,
     pub timestamp: i64,
 }

@@ -10,67 +10,65 @@ use crate::{AssistantMessage, StopReason, ToolCall};
 
 /// One event of an assistant message stream (`assistantMessageEvent` on the wire).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum AssistantMessageEvent {
     Start {
         partial: AssistantMessage,
     },
     TextStart {
-        #[serde(rename = "contentIndex")]
         content_index: usize,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         partial: Option<AssistantMessage>,
     },
     TextDelta {
-        #[serde(rename = "contentIndex")]
         content_index: usize,
         delta: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         partial: Option<AssistantMessage>,
     },
     TextEnd {
-        #[serde(rename = "contentIndex")]
         content_index: usize,
         content: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         partial: Option<AssistantMessage>,
     },
     ThinkingStart {
-        #[serde(rename = "contentIndex")]
         content_index: usize,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         partial: Option<AssistantMessage>,
     },
     ThinkingDelta {
-        #[serde(rename = "contentIndex")]
         content_index: usize,
         delta: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         partial: Option<AssistantMessage>,
     },
     ThinkingEnd {
-        #[serde(rename = "contentIndex")]
         content_index: usize,
         content: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         partial: Option<AssistantMessage>,
     },
+    // pi writes `toolcall` as one word in these three tags; snake_case would give
+    // `tool_call_start`, `tool_call_delta` and `tool_call_end`.
     #[serde(rename = "toolcall_start")]
     ToolCallStart {
-        #[serde(rename = "contentIndex")]
         content_index: usize,
         /// Lean shape only: the call's id.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,
         /// Lean shape only: the called tool.
-        #[serde(rename = "toolName", default, skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         tool_name: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         partial: Option<AssistantMessage>,
     },
     #[serde(rename = "toolcall_delta")]
     ToolCallDelta {
-        #[serde(rename = "contentIndex")]
         content_index: usize,
         /// A raw fragment of the arguments' JSON text.
         delta: String,
@@ -79,9 +77,7 @@ pub enum AssistantMessageEvent {
     },
     #[serde(rename = "toolcall_end")]
     ToolCallEnd {
-        #[serde(rename = "contentIndex")]
         content_index: usize,
-        #[serde(rename = "toolCall")]
         tool_call: ToolCall,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         partial: Option<AssistantMessage>,

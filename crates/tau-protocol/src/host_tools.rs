@@ -21,33 +21,31 @@ pub struct HostToolDefinition {
 
 /// The output of a host tool, final or partial.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct HostToolOutput {
     pub content: Vec<UserContentBlock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
-    #[serde(rename = "isWarning", default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_warning: Option<bool>,
 }
 
 /// `{"type":"host_tool_call",…}` (stdout): run a host tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename = "host_tool_call")]
+#[serde(tag = "type", rename = "host_tool_call", rename_all = "camelCase")]
 #[schemars(rename = "HostToolCall", extend("x-tag" = {"type": "host_tool_call"}))]
 pub struct HostToolCall {
     pub id: String,
-    #[serde(rename = "toolCallId")]
     pub tool_call_id: String,
-    #[serde(rename = "toolName")]
     pub tool_name: String,
     pub arguments: Value,
 }
 
 /// `{"type":"host_tool_cancel","id":…,"targetId":…}` (stdout).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename = "host_tool_cancel")]
+#[serde(tag = "type", rename = "host_tool_cancel", rename_all = "camelCase")]
 #[schemars(rename = "HostToolCancel", extend("x-tag" = {"type": "host_tool_cancel"}))]
 pub struct HostToolCancel {
     pub id: String,
-    #[serde(rename = "targetId")]
     pub target_id: String,
 }

@@ -5,30 +5,22 @@ use serde_json::{Map, Value};
 
 /// `{"type":"text","text":…}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename = "text")]
+#[serde(tag = "type", rename = "text", rename_all = "camelCase")]
 #[schemars(rename = "TextContent", extend("x-tag" = {"type": "text"}))]
 pub struct TextContent {
     pub text: String,
     /// Provider metadata carried across turns (OpenAI Responses message ids).
-    #[serde(
-        rename = "textSignature",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_signature: Option<String>,
 }
 
 /// `{"type":"thinking","thinking":…}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename = "thinking")]
+#[serde(tag = "type", rename = "thinking", rename_all = "camelCase")]
 #[schemars(rename = "ThinkingContent", extend("x-tag" = {"type": "thinking"}))]
 pub struct ThinkingContent {
     pub thinking: String,
-    #[serde(
-        rename = "thinkingSignature",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_signature: Option<String>,
     /// Set when a safety filter redacted the thinking; the opaque payload is then in
     /// `thinking_signature` so it can be sent back for multi-turn continuity.
@@ -38,28 +30,23 @@ pub struct ThinkingContent {
 
 /// `{"type":"image","data":<base64>,"mimeType":…}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename = "image")]
+#[serde(tag = "type", rename = "image", rename_all = "camelCase")]
 #[schemars(rename = "ImageContent", extend("x-tag" = {"type": "image"}))]
 pub struct ImageContent {
     pub data: String,
-    #[serde(rename = "mimeType")]
     pub mime_type: String,
 }
 
 /// `{"type":"toolCall","id":…,"name":…,"arguments":{…}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename = "toolCall")]
+#[serde(tag = "type", rename = "toolCall", rename_all = "camelCase")]
 #[schemars(rename = "ToolCall", extend("x-tag" = {"type": "toolCall"}))]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
     pub arguments: Map<String, Value>,
     /// Gemini's opaque signature for reusing thought context.
-    #[serde(
-        rename = "thoughtSignature",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought_signature: Option<String>,
 }
 
@@ -101,14 +88,15 @@ pub enum StopReason {
 
 /// Cost in dollars, per usage category.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Cost {
     #[serde(serialize_with = "crate::js_number::serialize")]
     pub input: f64,
     #[serde(serialize_with = "crate::js_number::serialize")]
     pub output: f64,
-    #[serde(rename = "cacheRead", serialize_with = "crate::js_number::serialize")]
+    #[serde(serialize_with = "crate::js_number::serialize")]
     pub cache_read: f64,
-    #[serde(rename = "cacheWrite", serialize_with = "crate::js_number::serialize")]
+    #[serde(serialize_with = "crate::js_number::serialize")]
     pub cache_write: f64,
     #[serde(serialize_with = "crate::js_number::serialize")]
     pub total: f64,
@@ -116,25 +104,20 @@ pub struct Cost {
 
 /// Token usage of one assistant message.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub input: u64,
     pub output: u64,
-    #[serde(rename = "cacheRead")]
     pub cache_read: u64,
-    #[serde(rename = "cacheWrite")]
     pub cache_write: u64,
     /// Always written by pi; older documents omit it, hence the default.
-    #[serde(rename = "totalTokens", default)]
+    #[serde(default)]
     pub total_tokens: u64,
     pub cost: Cost,
     /// Subset of `cache_write` written with one-hour retention. Present (0 when the
     /// provider gave no breakdown) on every `anthropic-messages` reply, absent on the other
     /// APIs, and written after `cost`, all as pi 0.79 does.
-    #[serde(
-        rename = "cacheWrite1h",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write_1h: Option<u64>,
 }
 
@@ -153,7 +136,7 @@ pub struct UserMessage {
 /// `{"role":"assistant",…}`. Field order follows pi: the fields a provider sets while
 /// streaming (`responseId`, `errorMessage`, …) come after `timestamp`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "role", rename = "assistant")]
+#[serde(tag = "role", rename = "assistant", rename_all = "camelCase")]
 #[schemars(rename = "AssistantMessage", extend("x-tag" = {"role": "assistant"}))]
 pub struct AssistantMessage {
     pub content: Vec<AssistantContent>,
@@ -161,28 +144,15 @@ pub struct AssistantMessage {
     pub provider: String,
     pub model: String,
     pub usage: Usage,
-    #[serde(rename = "stopReason")]
     pub stop_reason: StopReason,
     pub timestamp: i64,
-    #[serde(
-        rename = "responseId",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_id: Option<String>,
-    #[serde(
-        rename = "responseModel",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Vec<Value>>,
-    #[serde(
-        rename = "errorMessage",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
     /// How long the provider asked to wait before trying again (`retry-after`), for the
     /// session's automatic retry. Not part of the message: never written or read.
@@ -192,17 +162,14 @@ pub struct AssistantMessage {
 
 /// `{"role":"toolResult",…}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "role", rename = "toolResult")]
+#[serde(tag = "role", rename = "toolResult", rename_all = "camelCase")]
 #[schemars(rename = "ToolResultMessage", extend("x-tag" = {"role": "toolResult"}))]
 pub struct ToolResultMessage {
-    #[serde(rename = "toolCallId")]
     pub tool_call_id: String,
-    #[serde(rename = "toolName")]
     pub tool_name: String,
     pub content: Vec<UserContentBlock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
-    #[serde(rename = "isError")]
     pub is_error: bool,
     pub timestamp: i64,
 }

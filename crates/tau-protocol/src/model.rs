@@ -95,19 +95,21 @@ pub enum InputModality {
 
 /// Prices in dollars per million tokens.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ModelCost {
     #[serde(serialize_with = "crate::js_number::serialize")]
     pub input: f64,
     #[serde(serialize_with = "crate::js_number::serialize")]
     pub output: f64,
-    #[serde(rename = "cacheRead", serialize_with = "crate::js_number::serialize")]
+    #[serde(serialize_with = "crate::js_number::serialize")]
     pub cache_read: f64,
-    #[serde(rename = "cacheWrite", serialize_with = "crate::js_number::serialize")]
+    #[serde(serialize_with = "crate::js_number::serialize")]
     pub cache_write: f64,
 }
 
 /// A model as pi describes it on the wire (`get_state.model`, `set_model`, …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Model {
     pub id: String,
     pub name: String,
@@ -115,20 +117,13 @@ pub struct Model {
     /// `google-generative-ai`, or another name pi knows.
     pub api: String,
     pub provider: String,
-    #[serde(rename = "baseUrl")]
     pub base_url: String,
     pub reasoning: bool,
-    #[serde(
-        rename = "thinkingLevelMap",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_level_map: Option<ThinkingLevelMap>,
     pub input: Vec<InputModality>,
     pub cost: ModelCost,
-    #[serde(rename = "contextWindow")]
     pub context_window: u64,
-    #[serde(rename = "maxTokens")]
     pub max_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<serde_json::Map<String, Value>>,

@@ -6,13 +6,12 @@ use serde::{Deserialize, Serialize};
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
 )]
+#[serde(rename_all = "kebab-case")]
 pub enum QueueMode {
     /// Everything queued.
-    #[serde(rename = "all")]
     All,
     /// One message per delivery point (pi's default).
     #[default]
-    #[serde(rename = "one-at-a-time")]
     OneAtATime,
 }
 

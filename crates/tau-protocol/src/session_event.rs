@@ -19,32 +19,19 @@ pub enum CompactionReason {
 /// Outcome of a successful compaction (the `compact` response and `compaction_end.result`).
 /// Carries the union of pi's and xcsh's fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct CompactionResult {
     pub summary: String,
-    #[serde(
-        rename = "shortSummary",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short_summary: Option<String>,
-    #[serde(rename = "firstKeptEntryId")]
     pub first_kept_entry_id: String,
-    #[serde(rename = "tokensBefore")]
     pub tokens_before: u64,
-    #[serde(
-        rename = "estimatedTokensAfter",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimated_tokens_after: Option<u64>,
     /// pi: `{"readFiles":[…],"modifiedFiles":[…]}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
-    #[serde(
-        rename = "preserveData",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preserve_data: Option<Value>,
 }
 
@@ -58,12 +45,15 @@ pub struct TodoReminderItem {
 
 /// Everything a session emits, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum SessionEvent {
     /// The full current steering and follow-up queues, after any change.
     QueueUpdate {
         steering: Vec<String>,
-        #[serde(rename = "followUp")]
         follow_up: Vec<String>,
     },
     CompactionStart {
@@ -74,13 +64,8 @@ pub enum SessionEvent {
         /// `null` when the compaction failed or was aborted (decision 1).
         result: Option<CompactionResult>,
         aborted: bool,
-        #[serde(rename = "willRetry")]
         will_retry: bool,
-        #[serde(
-            rename = "errorMessage",
-            default,
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         error_message: Option<String>,
     },
     /// xcsh's family, emitted beside `compaction_start` for automatic compaction (decision 4).
@@ -96,34 +81,22 @@ pub enum SessionEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<CompactionResult>,
         aborted: bool,
-        #[serde(rename = "willRetry")]
         will_retry: bool,
-        #[serde(
-            rename = "errorMessage",
-            default,
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         error_message: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         skipped: Option<bool>,
     },
     AutoRetryStart {
         attempt: u32,
-        #[serde(rename = "maxAttempts")]
         max_attempts: u32,
-        #[serde(rename = "delayMs")]
         delay_ms: u64,
-        #[serde(rename = "errorMessage")]
         error_message: String,
     },
     AutoRetryEnd {
         success: bool,
         attempt: u32,
-        #[serde(
-            rename = "finalError",
-            default,
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         final_error: Option<String>,
     },
     ThinkingLevelChanged {
@@ -135,7 +108,6 @@ pub enum SessionEvent {
         name: Option<String>,
     },
     ExtensionError {
-        #[serde(rename = "extensionPath")]
         extension_path: String,
         event: String,
         error: String,
@@ -147,7 +119,6 @@ pub enum SessionEvent {
     TodoReminder {
         todos: Vec<TodoReminderItem>,
         attempt: u32,
-        #[serde(rename = "maxAttempts")]
         max_attempts: u32,
     },
     TodoAutoClear,

@@ -5,22 +5,21 @@
 //! patch pi reports in `details`.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::LazyLock;
 use std::time::Duration;
 
-use futures_util::FutureExt as _;
-use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use similar::{Algorithm, DiffTag, TextDiff};
-use tau_agent::{AgentTool, AgentToolResult, ToolContext};
+use tau_agent::AgentToolResult;
 use tokio::io::AsyncReadExt as _;
 use tokio_util::sync::CancellationToken;
 use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{IsNormalized, UnicodeNormalization as _, is_nfkc_quick};
 
-use crate::ToolEnv;
-use crate::read::{ABORTED, args, text_block, until_cancelled};
-use crate::write::{lock_file, os_error, os_error_code, write_atomic};
+use crate::call::{ABORTED, args, text_block, until_cancelled, validation_error};
+use crate::os_error::{os_error, os_error_code};
+use crate::tool::builtin_tool;
+use crate::write::{lock_file, write_atomic};
 
 const DESCRIPTION: &str = "Changes one file by replacing exact pieces of text. Each entry of \
 edits gives an oldText that must occur exactly once in the file as it was before this call and \
@@ -36,48 +35,49 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Lines of context around changes in the diff and the patch.
 const DIFF_CONTEXT: usize = 4;
 
-/// Edits files for the model.
-pub struct EditTool {
-    env: Arc<ToolEnv>,
-    parameters: Value,
-}
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "required": ["path", "edits"],
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "The file to change, relative to the working directory or absolute"
+            },
+            "edits": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["oldText", "newText"],
+                    "properties": {
+                        "oldText": {
+                            "type": "string",
+                            "description": "The text to replace, exactly as the original file has it. It must occur only once in that file and must not overlap the oldText of another entry."
+                        },
+                        "newText": {
+                            "type": "string",
+                            "description": "The text that takes the place of oldText."
+                        }
+                    },
+                    "additionalProperties": false
+                },
+                "description": "The replacements to make. All of them are located in the original file, not one after another, so they must not overlap or nest; when two changes touch the same or neighbouring lines, make them one entry."
+            }
+        },
+        "additionalProperties": false
+    })
+});
+
+builtin_tool!(
+    /// Edits files for the model.
+    EditTool,
+    "edit",
+    arguments: owned,
+    prepare_arguments: prepare_arguments
+);
 
 impl EditTool {
-    pub fn new(env: Arc<ToolEnv>) -> Self {
-        let parameters = json!({
-            "type": "object",
-            "required": ["path", "edits"],
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "The file to change, relative to the working directory or absolute"
-                },
-                "edits": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["oldText", "newText"],
-                        "properties": {
-                            "oldText": {
-                                "type": "string",
-                                "description": "The text to replace, exactly as the original file has it. It must occur only once in that file and must not overlap the oldText of another entry."
-                            },
-                            "newText": {
-                                "type": "string",
-                                "description": "The text that takes the place of oldText."
-                            }
-                        },
-                        "additionalProperties": false
-                    },
-                    "description": "The replacements to make. All of them are located in the original file, not one after another, so they must not overlap or nest; when two changes touch the same or neighbouring lines, make them one entry."
-                }
-            },
-            "additionalProperties": false
-        });
-        Self { env, parameters }
-    }
-
-    /// Runs one call; [`AgentTool::execute`] delegates here. `Err` carries the error text.
+    /// Runs one call; `execute` delegates here. `Err` carries the error text.
     /// The arguments go through [`prepare_arguments`] first, so both call shapes work here
     /// whether or not the loop already prepared them.
     pub async fn run(
@@ -122,33 +122,6 @@ impl EditTool {
             })),
             terminate: None,
         })
-    }
-}
-
-impl AgentTool for EditTool {
-    fn name(&self) -> &str {
-        "edit"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.parameters
-    }
-
-    fn prepare_arguments(&self, arguments: Map<String, Value>) -> Map<String, Value> {
-        prepare_arguments(arguments)
-    }
-
-    fn execute<'a>(
-        &'a self,
-        _call_id: &'a str,
-        arguments: Map<String, Value>,
-        context: ToolContext,
-    ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
-        async move { self.run(arguments, &context.cancel).await }.boxed()
     }
 }
 
@@ -221,7 +194,7 @@ fn parse_edits(arguments: &Map<String, Value>) -> Result<Vec<Edit>, String> {
     if problems.is_empty() {
         Ok(edits)
     } else {
-        Err(args::validation_error("edit", &problems, arguments))
+        Err(validation_error("edit", &problems, arguments))
     }
 }
 

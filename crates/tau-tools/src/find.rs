@@ -5,21 +5,22 @@
 
 use std::fs;
 use std::path::PathBuf;
+use std::sync::LazyLock;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, LazyLock};
 
-use futures_util::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::{Map, Value, json};
-use tau_agent::{AgentTool, AgentToolResult, ToolContext};
+use tau_agent::AgentToolResult;
 use tokio_util::sync::CancellationToken;
 
 use crate::ToolEnv;
+use crate::call::ABORTED;
 use crate::paths::resolve_to_cwd;
+use crate::tool::builtin_tool;
 use crate::truncate::{DEFAULT_MAX_BYTES, format_size};
 use crate::walk::{
-    ABORTED, Args, HeadOutput, append_notices, display_key, normalize, run_blocking, search_tool,
-    sort_key, text_result, walk_parallel, walker,
+    Args, HeadOutput, append_notices, display_key, normalize, run_blocking, sort_key, text_result,
+    walk_parallel, walker,
 };
 
 const DEFAULT_LIMIT: usize = 1000;
@@ -43,15 +44,15 @@ static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
     })
 });
 
-search_tool!(
+builtin_tool!(
     /// The `find` tool.
     FindTool,
-    "find"
+    "find",
+    arguments: borrowed
 );
 
 impl FindTool {
-    /// Runs one call. `execute` delegates here; it is public so that callers without an
-    /// agent loop (benchmarks, tests) can run the tool with just a cancellation token.
+    /// Runs one call; `execute` delegates here. `Err` carries the error text.
     pub async fn run(
         &self,
         arguments: &Map<String, Value>,

@@ -9,23 +9,24 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex};
 
-use futures_util::future::BoxFuture;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::DirEntry;
 use ignore::overrides::OverrideBuilder;
 use serde_json::{Map, Value, json};
-use tau_agent::{AgentTool, AgentToolResult, ToolContext};
+use tau_agent::AgentToolResult;
 use tokio_util::sync::CancellationToken;
 
 use crate::ToolEnv;
+use crate::call::ABORTED;
 use crate::paths::resolve_to_cwd;
+use crate::tool::builtin_tool;
 use crate::truncate::{DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, format_size, truncate_line};
 use crate::walk::{
-    ABORTED, Args, HeadOutput, append_notices, display_key, normalize, run_blocking, search_tool,
-    sort_key, text_result, walk_parallel, walker,
+    Args, HeadOutput, append_notices, display_key, normalize, run_blocking, sort_key, text_result,
+    walk_parallel, walker,
 };
 
 const DEFAULT_LIMIT: usize = 100;
@@ -53,15 +54,15 @@ static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
     })
 });
 
-search_tool!(
+builtin_tool!(
     /// The `grep` tool.
     GrepTool,
-    "grep"
+    "grep",
+    arguments: borrowed
 );
 
 impl GrepTool {
-    /// Runs one call. `execute` delegates here; it is public so that callers without an
-    /// agent loop (benchmarks, tests) can run the tool with just a cancellation token.
+    /// Runs one call; `execute` delegates here. `Err` carries the error text.
     pub async fn run(
         &self,
         arguments: &Map<String, Value>,

@@ -3,14 +3,17 @@
 //! behaves the same; their descriptions are tau's own words.
 
 pub mod bash;
+mod call;
 pub mod edit;
 mod env;
 pub mod find;
 pub mod grep;
 mod image_resize;
 pub mod ls;
+mod os_error;
 pub mod paths;
 pub mod read;
+mod tool;
 pub mod truncate;
 mod walk;
 pub use walk::normalize as normalize_path;

@@ -1,25 +1,25 @@
 //! The `read` tool (tools-resources §1.1): text files with offset/limit paging and pi's
 //! truncation notices, images (recognised by their magic bytes) as attachments, resized to
-//! fit inline limits. Also the argument helpers the file tools share.
+//! fit inline limits.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::LazyLock;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use futures_util::FutureExt as _;
-use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use tau_agent::{AgentTool, AgentToolResult, ToolContext};
-use tau_ai::{ImageContent, TextContent, UserContentBlock};
+use tau_agent::AgentToolResult;
+use tau_ai::{ImageContent, UserContentBlock};
 use tokio::io::AsyncReadExt as _;
 use tokio_util::sync::CancellationToken;
 use unicode_normalization::UnicodeNormalization as _;
 
 use crate::ToolEnv;
+use crate::call::{ABORTED, args, js_number, text_block, until_cancelled};
 use crate::image_resize::{ResizeLimits, dimension_note, resize_image};
+use crate::os_error::os_error;
+use crate::tool::builtin_tool;
 use crate::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head};
-use crate::write::os_error;
 
 const NON_VISION_NOTE: &str =
     "[Current model does not support images. The image will be omitted from this request.]";
@@ -27,51 +27,47 @@ const NON_VISION_NOTE: &str =
 /// How many leading bytes pi sniffs for an image signature.
 const SNIFF_BYTES: usize = 4100;
 
-pub(crate) const ABORTED: &str = "Operation aborted";
+static DESCRIPTION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "Returns the contents of a file. Text files come back as text, images (jpg, png, \
+         gif, webp) as image attachments. Text stops after {DEFAULT_MAX_LINES} lines or \
+         {}KB, whichever comes first; page through longer files with offset and limit, and \
+         when you need all of a file keep reading from the offset the notice suggests until \
+         you reach its end.",
+        DEFAULT_MAX_BYTES / 1024
+    )
+});
 
-/// Reads files for the model.
-pub struct ReadTool {
-    env: Arc<ToolEnv>,
-    description: String,
-    parameters: Value,
-}
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "required": ["path"],
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "The file to read, relative to the working directory or absolute"
+            },
+            "offset": {
+                "type": "number",
+                "description": "First line to return, counting from 1"
+            },
+            "limit": {
+                "type": "number",
+                "description": "How many lines to return at most"
+            }
+        }
+    })
+});
+
+builtin_tool!(
+    /// Reads files for the model.
+    ReadTool,
+    "read",
+    arguments: owned
+);
 
 impl ReadTool {
-    pub fn new(env: Arc<ToolEnv>) -> Self {
-        let parameters = json!({
-            "type": "object",
-            "required": ["path"],
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "The file to read, relative to the working directory or absolute"
-                },
-                "offset": {
-                    "type": "number",
-                    "description": "First line to return, counting from 1"
-                },
-                "limit": {
-                    "type": "number",
-                    "description": "How many lines to return at most"
-                }
-            }
-        });
-        let description = format!(
-            "Returns the contents of a file. Text files come back as text, images (jpg, png, \
-             gif, webp) as image attachments. Text stops after {DEFAULT_MAX_LINES} lines or \
-             {}KB, whichever comes first; page through longer files with offset and limit, and \
-             when you need all of a file keep reading from the offset the notice suggests until \
-             you reach its end.",
-            DEFAULT_MAX_BYTES / 1024
-        );
-        Self {
-            env,
-            description,
-            parameters,
-        }
-    }
-
-    /// Runs one call; [`AgentTool::execute`] delegates here. `Err` carries the error text.
+    /// Runs one call; `execute` delegates here. `Err` carries the error text.
     pub async fn run(
         &self,
         arguments: Map<String, Value>,
@@ -135,41 +131,6 @@ impl ReadTool {
                 ])
             }
         })
-    }
-}
-
-impl AgentTool for ReadTool {
-    fn name(&self) -> &str {
-        "read"
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.parameters
-    }
-
-    fn execute<'a>(
-        &'a self,
-        _call_id: &'a str,
-        arguments: Map<String, Value>,
-        context: ToolContext,
-    ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
-        async move { self.run(arguments, &context.cancel).await }.boxed()
-    }
-}
-
-/// Runs `future` unless `cancel` fires first, in which case the call is aborted.
-pub(crate) async fn until_cancelled<F: Future>(
-    cancel: &CancellationToken,
-    future: F,
-) -> Result<F::Output, String> {
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Err(ABORTED.into()),
-        output = future => Ok(output),
     }
 }
 
@@ -318,15 +279,6 @@ fn to_usize(x: f64) -> usize {
     }
 }
 
-/// A number as JavaScript prints it in a template string (`3`, not `3.0`).
-pub(crate) fn js_number(x: f64) -> String {
-    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e21 {
-        format!("{x:.0}")
-    } else {
-        format!("{x}")
-    }
-}
-
 /// The image types providers accept, recognised by signature as pi 0.79 does (`utils/mime`):
 /// JPEG (not JPEG-LS), PNG with a proper IHDR that is not animated, GIF and WebP.
 fn sniff_image_mime(head: &[u8]) -> Option<&'static str> {
@@ -424,13 +376,6 @@ fn am_pm_variant(path: &str) -> String {
     out
 }
 
-pub(crate) fn text_block(text: String) -> UserContentBlock {
-    UserContentBlock::Text(TextContent {
-        text,
-        text_signature: None,
-    })
-}
-
 fn image_block(data: String, mime_type: String) -> UserContentBlock {
     UserContentBlock::Image(ImageContent { data, mime_type })
 }
@@ -440,70 +385,6 @@ fn result(content: Vec<UserContentBlock>) -> AgentToolResult {
         content,
         details: None,
         terminate: None,
-    }
-}
-
-/// Argument checks for when a call reaches a tool without the loop's schema validation; the
-/// errors read like the loop's (pi's `Validation failed for tool …`).
-pub(crate) mod args {
-    use serde_json::{Map, Value};
-
-    pub(crate) fn validation_error(
-        tool: &str,
-        problems: &[String],
-        arguments: &Map<String, Value>,
-    ) -> String {
-        let list: Vec<String> = problems.iter().map(|p| format!("  - {p}")).collect();
-        let received = serde_json::to_string_pretty(arguments).unwrap_or_default();
-        format!(
-            "Validation failed for tool \"{tool}\":\n{}\n\nReceived arguments:\n{received}",
-            list.join("\n")
-        )
-    }
-
-    /// A required string argument.
-    pub(crate) fn string(
-        tool: &str,
-        arguments: &Map<String, Value>,
-        key: &str,
-    ) -> Result<String, String> {
-        match arguments.get(key) {
-            Some(Value::String(s)) => Ok(s.clone()),
-            None => Err(validation_error(
-                tool,
-                &[format!("{key}: must have required property '{key}'")],
-                arguments,
-            )),
-            Some(_) => Err(validation_error(
-                tool,
-                &[format!("{key}: must be string")],
-                arguments,
-            )),
-        }
-    }
-
-    /// An optional number; numeric strings are accepted as the loop's coercion would.
-    pub(crate) fn optional_number(
-        tool: &str,
-        arguments: &Map<String, Value>,
-        key: &str,
-    ) -> Result<Option<f64>, String> {
-        let parsed = match arguments.get(key) {
-            None | Some(Value::Null) => return Ok(None),
-            Some(Value::Number(n)) => n.as_f64(),
-            Some(Value::String(s)) if !s.trim().is_empty() => {
-                s.trim().parse::<f64>().ok().filter(|x| x.is_finite())
-            }
-            Some(_) => None,
-        };
-        match parsed {
-            Some(x) => Ok(Some(x)),
-            None => Err(validation_error(
-                tool,
-                &[format!("{key}: must be number")],
-                arguments,
-            )),
-        }
     }
 }
 
@@ -545,13 +426,6 @@ mod tests {
             "a\u{202F}pm. b\u{202F}Am. c AMx"
         );
         assert_eq!(am_pm_variant("trailing "), "trailing ");
-    }
-
-    #[test]
-    fn numbers_print_like_javascript() {
-        assert_eq!(js_number(3000.0), "3000");
-        assert_eq!(js_number(2.5), "2.5");
-        assert_eq!(js_number(-1.0), "-1");
     }
 
     #[test]

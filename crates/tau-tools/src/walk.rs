@@ -12,16 +12,14 @@ use ignore::overrides::Override;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 use serde_json::{Map, Value};
 use tau_agent::AgentToolResult;
-use tau_ai::{TextContent, UserContentBlock};
 use tokio_util::sync::CancellationToken;
 
+use crate::call::{ABORTED, text_block, validation_error};
 use crate::truncate::{DEFAULT_MAX_BYTES, TruncatedBy, Truncation};
 
 /// JavaScript's `Number.MAX_SAFE_INTEGER`: pi passes it as the line limit when only the byte
 /// cap applies, and it shows up in `details.truncation.maxLines`.
 pub(crate) const MAX_SAFE_INTEGER: usize = 9_007_199_254_740_991;
-
-pub(crate) const ABORTED: &str = "Operation aborted";
 
 /// The tools' output, line by line, truncated as pi's `truncateHead(text, {maxLines:
 /// MAX_SAFE_INTEGER})` truncates the joined lines (the tools' own limits bound the lines, so
@@ -114,10 +112,7 @@ impl HeadOutput {
 /// A successful result with one text block.
 pub(crate) fn text_result(text: String, details: Map<String, Value>) -> AgentToolResult {
     AgentToolResult {
-        content: vec![UserContentBlock::Text(TextContent {
-            text,
-            text_signature: None,
-        })],
+        content: vec![text_block(text)],
         // pi leaves `details` undefined rather than sending an empty object.
         details: (!details.is_empty()).then_some(Value::Object(details)),
         terminate: None,
@@ -173,12 +168,7 @@ impl<'a> Args<'a> {
     }
 
     fn invalid(&self, name: &str, message: &str) -> String {
-        let received =
-            serde_json::to_string_pretty(&Value::Object(self.map.clone())).unwrap_or_default();
-        format!(
-            "Validation failed for tool \"{}\":\n  - {name}: {message}\n\nReceived arguments:\n{received}",
-            self.tool
-        )
+        validation_error(self.tool, &[format!("{name}: {message}")], self.map)
     }
 
     pub(crate) fn required_string(&self, name: &str) -> Result<String, String> {
@@ -418,48 +408,6 @@ pub(crate) fn display_key(key: &[u8]) -> String {
         Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
     }
 }
-
-/// The struct and [`AgentTool`](tau_agent::AgentTool) impl of a search tool (grep, find, ls):
-/// they differ only in their own `run(&self, arguments, cancel)`, which `execute` calls, and in
-/// the `DESCRIPTION` and `PARAMETERS` of their module.
-macro_rules! search_tool {
-    ($(#[$doc:meta])* $tool:ident, $name:literal) => {
-        $(#[$doc])*
-        pub struct $tool {
-            env: Arc<ToolEnv>,
-        }
-
-        impl $tool {
-            pub fn new(env: Arc<ToolEnv>) -> Self {
-                Self { env }
-            }
-        }
-
-        impl AgentTool for $tool {
-            fn name(&self) -> &str {
-                $name
-            }
-
-            fn description(&self) -> &str {
-                DESCRIPTION
-            }
-
-            fn parameters(&self) -> &Value {
-                &PARAMETERS
-            }
-
-            fn execute<'a>(
-                &'a self,
-                _call_id: &'a str,
-                arguments: Map<String, Value>,
-                context: ToolContext,
-            ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
-                Box::pin(async move { self.run(&arguments, &context.cancel).await })
-            }
-        }
-    };
-}
-pub(crate) use search_tool;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,5 @@
 //! The `write` tool (tools-resources §1.4), and what the file-changing tools share: atomic
-//! replacement of a file's contents, one mutation at a time per file, and OS errors worded
-//! as Node words them (pi passes those through to the model).
+//! replacement of a file's contents and one mutation at a time per file.
 
 use std::collections::HashMap;
 use std::fs;
@@ -8,46 +7,45 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 
-use futures_util::FutureExt as _;
-use futures_util::future::BoxFuture;
 use rustix::io::Errno;
 use serde_json::{Map, Value, json};
-use tau_agent::{AgentTool, AgentToolResult, ToolContext};
+use tau_agent::AgentToolResult;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
-use crate::ToolEnv;
-use crate::read::{ABORTED, args, text_block, until_cancelled};
+use crate::call::{ABORTED, args, text_block, until_cancelled};
+use crate::os_error::os_error;
+use crate::tool::builtin_tool;
 
 const DESCRIPTION: &str = "Writes content to a file, replacing the file if it exists and \
 creating it, together with any missing parent directories, if it does not.";
 
-/// Creates and overwrites files for the model.
-pub struct WriteTool {
-    env: Arc<ToolEnv>,
-    parameters: Value,
-}
+static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "required": ["path", "content"],
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "The file to create or replace, relative to the working directory or absolute"
+            },
+            "content": {
+                "type": "string",
+                "description": "The complete new content of the file"
+            }
+        }
+    })
+});
+
+builtin_tool!(
+    /// Creates and overwrites files for the model.
+    WriteTool,
+    "write",
+    arguments: owned
+);
 
 impl WriteTool {
-    pub fn new(env: Arc<ToolEnv>) -> Self {
-        let parameters = json!({
-            "type": "object",
-            "required": ["path", "content"],
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "The file to create or replace, relative to the working directory or absolute"
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The complete new content of the file"
-                }
-            }
-        });
-        Self { env, parameters }
-    }
-
-    /// Runs one call; [`AgentTool::execute`] delegates here. `Err` carries the error text.
+    /// Runs one call; `execute` delegates here. `Err` carries the error text.
     pub async fn run(
         &self,
         arguments: Map<String, Value>,
@@ -84,82 +82,6 @@ impl WriteTool {
             terminate: None,
         })
     }
-}
-
-impl AgentTool for WriteTool {
-    fn name(&self) -> &str {
-        "write"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.parameters
-    }
-
-    fn execute<'a>(
-        &'a self,
-        _call_id: &'a str,
-        arguments: Map<String, Value>,
-        context: ToolContext,
-    ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
-        async move { self.run(arguments, &context.cancel).await }.boxed()
-    }
-}
-
-/// Node's wording of an OS error: `ENOENT: no such file or directory, open '/abs/path'`.
-pub(crate) fn os_error(err: &io::Error, syscall: &str, path: Option<&Path>) -> String {
-    let Some((code, text)) = Errno::from_io_error(err).and_then(errno_words) else {
-        return err.to_string();
-    };
-    match path {
-        Some(path) => format!("{code}: {text}, {syscall} '{}'", path.display()),
-        None => format!("{code}: {text}, {syscall}"),
-    }
-}
-
-/// The error's code alone (`ENOENT`), as the edit tool reports access failures.
-pub(crate) fn os_error_code(err: &io::Error) -> Option<&'static str> {
-    Errno::from_io_error(err)
-        .and_then(errno_words)
-        .map(|(code, _)| code)
-}
-
-/// libuv's names and messages for the errors file operations meet.
-fn errno_words(errno: Errno) -> Option<(&'static str, &'static str)> {
-    let words = [
-        (Errno::ACCESS, "EACCES", "permission denied"),
-        (Errno::AGAIN, "EAGAIN", "resource temporarily unavailable"),
-        (Errno::BUSY, "EBUSY", "resource busy or locked"),
-        (Errno::DQUOT, "EDQUOT", "disk quota exceeded"),
-        (Errno::EXIST, "EEXIST", "file already exists"),
-        (Errno::FBIG, "EFBIG", "file too large"),
-        (Errno::INTR, "EINTR", "interrupted system call"),
-        (Errno::INVAL, "EINVAL", "invalid argument"),
-        (Errno::IO, "EIO", "i/o error"),
-        (Errno::ISDIR, "EISDIR", "illegal operation on a directory"),
-        (Errno::LOOP, "ELOOP", "too many symbolic links encountered"),
-        (Errno::MFILE, "EMFILE", "too many open files"),
-        (Errno::NAMETOOLONG, "ENAMETOOLONG", "name too long"),
-        (Errno::NFILE, "ENFILE", "file table overflow"),
-        (Errno::NODEV, "ENODEV", "no such device"),
-        (Errno::NOENT, "ENOENT", "no such file or directory"),
-        (Errno::NOMEM, "ENOMEM", "not enough memory"),
-        (Errno::NOSPC, "ENOSPC", "no space left on device"),
-        (Errno::NOTDIR, "ENOTDIR", "not a directory"),
-        (Errno::NOTEMPTY, "ENOTEMPTY", "directory not empty"),
-        (Errno::NXIO, "ENXIO", "no such device or address"),
-        (Errno::PERM, "EPERM", "operation not permitted"),
-        (Errno::ROFS, "EROFS", "read-only file system"),
-        (Errno::TXTBSY, "ETXTBSY", "text file is busy"),
-        (Errno::XDEV, "EXDEV", "cross-device link not permitted"),
-    ];
-    words
-        .into_iter()
-        .find(|(e, _, _)| *e == errno)
-        .map(|(_, code, text)| (code, text))
 }
 
 /// Held while a tool changes one file; dropping it lets the next change of that file go.
@@ -302,22 +224,6 @@ fn temp_path(target: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn node_style_errors() {
-        let err = io::Error::from_raw_os_error(Errno::NOENT.raw_os_error());
-        assert_eq!(
-            os_error(&err, "access", Some(Path::new("/x/y"))),
-            "ENOENT: no such file or directory, access '/x/y'"
-        );
-        let err = io::Error::from_raw_os_error(Errno::ISDIR.raw_os_error());
-        assert_eq!(
-            os_error(&err, "read", None),
-            "EISDIR: illegal operation on a directory, read"
-        );
-        assert_eq!(os_error_code(&err), Some("EISDIR"));
-        assert_eq!(os_error(&io::Error::other("boom"), "open", None), "boom");
-    }
 
     #[test]
     fn temp_names_stay_short_and_beside_the_target() {

@@ -5,11 +5,12 @@
 use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
+use tau_protocol::content::{has_images, text_of, texts};
 
 use super::sse::SseEvent;
 use super::{
     Adapter, CacheRetention, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions,
-    add_request_headers, transform,
+    transform,
 };
 use crate::{
     AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
@@ -67,13 +68,7 @@ pub(crate) fn build(
     if !betas.is_empty() {
         headers.push(("anthropic-beta".to_string(), betas.join(",")));
     }
-    add_request_headers(&mut headers, model, options);
-    let request = HttpRequest {
-        url: format!("{}/v1/messages", model.base_url.trim_end_matches('/')),
-        headers,
-        body: serde_json::to_vec(&body).map_err(|e| ProviderError::Config(e.to_string()))?,
-        whole_error_body: true,
-    };
+    let request = HttpRequest::post_json(model, options, "/v1/messages", headers, &body, true)?;
     Ok((request, Box::new(Decoder::default())))
 }
 
@@ -233,21 +228,9 @@ fn messages(model: &Model, context: &Context) -> Vec<Value> {
     for message in transform::prepare(model, &context.messages) {
         match message {
             Message::ToolResult(result) => {
-                let texts: Vec<&str> = result
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        UserContentBlock::Text(t) => Some(t.text.as_str()),
-                        UserContentBlock::Image(_) => None,
-                    })
-                    .collect();
-                let has_images = result
-                    .content
-                    .iter()
-                    .any(|b| matches!(b, UserContentBlock::Image(_)));
-                let content = if has_images {
+                let content = if has_images(&result.content) {
                     let mut blocks = Vec::new();
-                    if texts.is_empty() {
+                    if texts(&result.content).next().is_none() {
                         blocks.push(json!({"type": "text", "text": "(see attached image)"}));
                     }
                     for block in &result.content {
@@ -258,7 +241,7 @@ fn messages(model: &Model, context: &Context) -> Vec<Value> {
                     }
                     Value::Array(blocks)
                 } else {
-                    json!(texts.join("\n"))
+                    json!(text_of(&result.content, "\n"))
                 };
                 results.push(json!({
                     "type": "tool_result",

@@ -7,7 +7,7 @@ use super::partial_json::parse_arguments;
 use super::{Op, ProviderError};
 use crate::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent,
-    ThinkingContent, ToolCall, Usage,
+    ThinkingContent, ToolCall,
 };
 
 /// Accumulates the message and sends events to the consumer.
@@ -29,18 +29,11 @@ impl Emitter {
     ) -> Self {
         Self {
             message: AssistantMessage {
-                content: Vec::new(),
                 api: model.api.clone(),
                 provider: model.provider.clone(),
                 model: model.id.clone(),
-                usage: Usage::default(),
                 stop_reason: StopReason::Stop,
-                timestamp: crate::now_ms(),
-                response_id: None,
-                response_model: None,
-                diagnostics: None,
-                error_message: None,
-                retry_after_ms: None,
+                ..super::empty_message()
             },
             tx,
             include_partial,
@@ -330,7 +323,7 @@ fn bad_index(index: usize) -> ProviderError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{InputModality, ModelCost};
+    use crate::{InputModality, ModelCost, Usage};
 
     #[tokio::test]
     async fn one_hour_cache_writes_cost_twice_the_input_price() {

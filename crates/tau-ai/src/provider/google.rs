@@ -4,12 +4,14 @@
 use serde_json::{Map, Value, json};
 
 use super::sse::SseEvent;
+use tau_protocol::content::text_of;
+
 use super::{
-    Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, add_request_headers,
-    transform,
+    Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, transform,
+    usage_with_cached_prompt,
 };
 use crate::{
-    AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
+    AssistantContent, ImageContent, Message, Model, StopReason, ThinkingLevel, UserContent,
     UserContentBlock,
 };
 
@@ -20,21 +22,12 @@ pub(crate) fn build(
 ) -> Result<(HttpRequest, Box<dyn Adapter>), ProviderError> {
     let key = options.require_key(|| format!("No API key for provider: {}", model.provider))?;
     let body = request_body(model, context, options);
-    let mut headers = vec![
+    let headers = vec![
         ("content-type".to_string(), "application/json".to_string()),
         ("x-goog-api-key".to_string(), key),
     ];
-    add_request_headers(&mut headers, model, options);
-    let request = HttpRequest {
-        url: format!(
-            "{}/models/{}:streamGenerateContent?alt=sse",
-            model.base_url.trim_end_matches('/'),
-            model.id
-        ),
-        headers,
-        body: serde_json::to_vec(&body).map_err(|e| ProviderError::Config(e.to_string()))?,
-        whole_error_body: false,
-    };
+    let path = format!("/models/{}:streamGenerateContent?alt=sse", model.id);
+    let request = HttpRequest::post_json(model, options, &path, headers, &body, false)?;
     Ok((request, Box::new(Decoder::default())))
 }
 
@@ -145,6 +138,10 @@ pub(crate) fn request_body(model: &Model, context: &Context, options: &StreamOpt
     Value::Object(body)
 }
 
+fn inline_data(image: &ImageContent) -> Value {
+    json!({"inlineData": {"mimeType": image.mime_type, "data": image.data}})
+}
+
 fn contents(model: &Model, context: &Context) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     let mut responses: Vec<Value> = Vec::new();
@@ -166,25 +163,16 @@ fn contents(model: &Model, context: &Context) -> Vec<Value> {
     for message in transform::prepare(model, &context.messages) {
         match message {
             Message::ToolResult(result) => {
-                let text: Vec<&str> = result
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        UserContentBlock::Text(t) => Some(t.text.as_str()),
-                        UserContentBlock::Image(_) => None,
-                    })
-                    .collect();
                 let key = if result.is_error { "error" } else { "output" };
-                let mut response =
-                    json!({"name": result.tool_name, "response": {key: text.join("\n")}});
+                let text = text_of(&result.content, "\n");
+                let mut response = json!({"name": result.tool_name, "response": {key: text}});
                 if with_call_ids {
                     response["id"] = json!(result.tool_call_id);
                 }
                 responses.push(json!({"functionResponse": response}));
                 for block in &result.content {
                     if let UserContentBlock::Image(i) = block {
-                        images
-                            .push(json!({"inlineData": {"mimeType": i.mime_type, "data": i.data}}));
+                        images.push(inline_data(i));
                     }
                 }
             }
@@ -196,9 +184,7 @@ fn contents(model: &Model, context: &Context) -> Vec<Value> {
                         .iter()
                         .map(|b| match b {
                             UserContentBlock::Text(t) => json!({"text": t.text}),
-                            UserContentBlock::Image(i) => {
-                                json!({"inlineData": {"mimeType": i.mime_type, "data": i.data}})
-                            }
+                            UserContentBlock::Image(i) => inline_data(i),
                         })
                         .collect(),
                 };
@@ -309,22 +295,12 @@ impl Adapter for Decoder {
         }
         if let Some(usage) = chunk.get("usageMetadata") {
             let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-            let cached = n("cachedContentTokenCount");
-            let input = n("promptTokenCount").saturating_sub(cached);
-            let output = n("candidatesTokenCount") + n("thoughtsTokenCount");
-            let total = match n("totalTokenCount") {
-                0 => input + output + cached,
-                t => t,
-            };
-            ops.push(Op::Usage(Usage {
-                input,
-                output,
-                cache_read: cached,
-                cache_write: 0,
-                cache_write_1h: None,
-                total_tokens: total,
-                cost: Default::default(),
-            }));
+            ops.push(Op::Usage(usage_with_cached_prompt(
+                n("promptTokenCount"),
+                n("cachedContentTokenCount"),
+                n("candidatesTokenCount") + n("thoughtsTokenCount"),
+                n("totalTokenCount"),
+            )));
         }
         let Some(candidate) = chunk.get("candidates").and_then(|c| c.get(0)) else {
             return Ok(Flow::Continue);

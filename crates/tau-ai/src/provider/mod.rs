@@ -3,7 +3,8 @@
 //! [`stream`] builds the API-specific request, sends it over HTTP, decodes the SSE body and
 //! turns it into [`AssistantMessageEvent`]s ending in exactly one `done` or `error`. Each API
 //! adapter only maps its wire format to [`Op`]s; the shared [`emitter`] keeps the message,
-//! the content indices, the cost and the partial snapshots.
+//! the content indices, the cost and the partial snapshots. What the adapters' requests have
+//! in common (the JSON POST, the OpenAI headers, usage counted inside the prompt) is here.
 
 mod anthropic;
 mod classify;
@@ -226,6 +227,27 @@ pub(crate) struct HttpRequest {
     pub whole_error_body: bool,
 }
 
+impl HttpRequest {
+    /// A POST of `body` as JSON to `path` below the model's base URL, with the model's and
+    /// the caller's headers after the API's own `headers`.
+    pub(crate) fn post_json(
+        model: &Model,
+        options: &StreamOptions,
+        path: &str,
+        mut headers: Vec<(String, String)>,
+        body: &Value,
+        whole_error_body: bool,
+    ) -> Result<Self, ProviderError> {
+        add_request_headers(&mut headers, model, options);
+        Ok(Self {
+            url: format!("{}{path}", model.base_url.trim_end_matches('/')),
+            headers,
+            body: serde_json::to_vec(body).map_err(|e| ProviderError::Config(e.to_string()))?,
+            whole_error_body,
+        })
+    }
+}
+
 impl std::fmt::Debug for HttpRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpRequest")
@@ -249,7 +271,7 @@ fn build(
 }
 
 /// Appends the model's own headers, then the caller's (later ones win on the server side).
-pub(crate) fn add_request_headers(
+fn add_request_headers(
     headers: &mut Vec<(String, String)>,
     model: &Model,
     options: &StreamOptions,
@@ -264,8 +286,37 @@ pub(crate) fn add_request_headers(
     headers.extend(options.headers.iter().cloned());
 }
 
-/// The OpenAI SDK's text for a missing key (both OpenAI APIs use it).
-pub(crate) const OPENAI_KEY_MISSING: &str = "OpenAI API key is required. Set OPENAI_API_KEY environment variable or pass it as an argument.";
+/// Usage as APIs report it that count cached tokens inside the prompt and write no cache
+/// (Gemini, OpenAI Responses): the cached part is taken out of `input`, and a `total` of 0,
+/// which means the API left it out, becomes the sum.
+pub(crate) fn usage_with_cached_prompt(prompt: u64, cached: u64, output: u64, total: u64) -> Usage {
+    let input = prompt.saturating_sub(cached);
+    Usage {
+        input,
+        output,
+        cache_read: cached,
+        total_tokens: match total {
+            0 => input + output + cached,
+            t => t,
+        },
+        ..Usage::default()
+    }
+}
+
+/// The OpenAI SDK's text for a missing key.
+const OPENAI_KEY_MISSING: &str = "OpenAI API key is required. Set OPENAI_API_KEY environment variable or pass it as an argument.";
+
+/// The headers both OpenAI APIs start from: JSON in, SSE out, the key as a bearer token.
+pub(crate) fn openai_headers(
+    options: &StreamOptions,
+) -> Result<Vec<(String, String)>, ProviderError> {
+    let key = options.require_key(|| OPENAI_KEY_MISSING.to_string())?;
+    Ok(vec![
+        ("content-type".to_string(), "application/json".to_string()),
+        ("accept".to_string(), "text/event-stream".to_string()),
+        ("authorization".to_string(), format!("Bearer {key}")),
+    ])
+}
 
 /// The HTTP client every provider request goes through (connection pooling, rustls).
 pub fn http_client() -> reqwest::Client {
@@ -314,6 +365,7 @@ impl Drop for AssistantStream {
     }
 }
 
+/// A message without content, stamped now, that failed until something says otherwise.
 fn empty_message() -> AssistantMessage {
     AssistantMessage {
         content: Vec::new(),

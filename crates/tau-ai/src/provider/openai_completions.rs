@@ -6,12 +6,10 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
+use tau_protocol::content::{has_images, text_of};
 
 use super::sse::SseEvent;
-use super::{
-    Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, add_request_headers,
-    transform,
-};
+use super::{Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, transform};
 use crate::{
     AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
     UserContentBlock,
@@ -141,21 +139,11 @@ pub(crate) fn build(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<(HttpRequest, Box<dyn Adapter>), ProviderError> {
-    let key = options.require_key(|| super::OPENAI_KEY_MISSING.to_string())?;
+    let headers = super::openai_headers(options)?;
     let compat = Compat::for_model(model);
     let body = request_body(model, context, options, &compat);
-    let mut headers = vec![
-        ("content-type".to_string(), "application/json".to_string()),
-        ("accept".to_string(), "text/event-stream".to_string()),
-        ("authorization".to_string(), format!("Bearer {key}")),
-    ];
-    add_request_headers(&mut headers, model, options);
-    let request = HttpRequest {
-        url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
-        headers,
-        body: serde_json::to_vec(&body).map_err(|e| ProviderError::Config(e.to_string()))?,
-        whole_error_body: false,
-    };
+    let request =
+        HttpRequest::post_json(model, options, "/chat/completions", headers, &body, false)?;
     Ok((request, Box::new(Decoder::default())))
 }
 
@@ -271,17 +259,6 @@ fn add_reasoning(
     }
 }
 
-fn text_of(blocks: &[UserContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|b| match b {
-            UserContentBlock::Text(t) => Some(t.text.as_str()),
-            UserContentBlock::Image(_) => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn image_part(mime: &str, data: &str) -> Value {
     json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
 }
@@ -300,11 +277,8 @@ fn messages(model: &Model, context: &Context, compat: &Compat) -> Vec<Value> {
     let mut pending_images: Vec<Value> = Vec::new();
     let mut last_was_tool = false;
     for message in &prepared {
-        if !matches!(message, Message::ToolResult(_)) && !pending_images.is_empty() {
-            let mut content =
-                vec![json!({"type": "text", "text": "Attached image(s) from tool result:"})];
-            content.append(&mut pending_images);
-            out.push(json!({"role": "user", "content": content}));
+        if !matches!(message, Message::ToolResult(_)) {
+            flush_images(&mut out, &mut pending_images);
         }
         match message {
             Message::User(user) => {
@@ -409,12 +383,8 @@ fn messages(model: &Model, context: &Context, compat: &Compat) -> Vec<Value> {
                 out.push(Value::Object(entry));
             }
             Message::ToolResult(result) => {
-                let text = text_of(&result.content);
-                let has_images = result
-                    .content
-                    .iter()
-                    .any(|b| matches!(b, UserContentBlock::Image(_)));
-                let content = if text.is_empty() && has_images {
+                let text = text_of(&result.content, "\n");
+                let content = if text.is_empty() && has_images(&result.content) {
                     "(see attached image)".to_string()
                 } else {
                     text
@@ -433,13 +403,19 @@ fn messages(model: &Model, context: &Context, compat: &Compat) -> Vec<Value> {
         }
         last_was_tool = matches!(message, Message::ToolResult(_));
     }
-    if !pending_images.is_empty() {
+    flush_images(&mut out, &mut pending_images);
+    out
+}
+
+/// Tool results carry text only in this API, so their images follow as one user message
+/// once the run of results ends.
+fn flush_images(out: &mut Vec<Value>, images: &mut Vec<Value>) {
+    if !images.is_empty() {
         let mut content =
             vec![json!({"type": "text", "text": "Attached image(s) from tool result:"})];
-        content.append(&mut pending_images);
+        content.append(images);
         out.push(json!({"role": "user", "content": content}));
     }
-    out
 }
 
 /// The parts of a `chat.completion.chunk` tau reads. Strings borrow from the event text

@@ -6,13 +6,14 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::sse::SseEvent;
+use tau_protocol::content::{has_images, text_of};
+
 use super::{
     Adapter, CacheRetention, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions,
-    add_request_headers, transform,
+    transform, usage_with_cached_prompt,
 };
 use crate::{
-    AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
-    UserContentBlock,
+    AssistantContent, Message, Model, StopReason, ThinkingLevel, UserContent, UserContentBlock,
 };
 
 pub(crate) fn build(
@@ -20,13 +21,8 @@ pub(crate) fn build(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<(HttpRequest, Box<dyn Adapter>), ProviderError> {
-    let key = options.require_key(|| super::OPENAI_KEY_MISSING.to_string())?;
+    let mut headers = super::openai_headers(options)?;
     let body = request_body(model, context, options);
-    let mut headers = vec![
-        ("content-type".to_string(), "application/json".to_string()),
-        ("accept".to_string(), "text/event-stream".to_string()),
-        ("authorization".to_string(), format!("Bearer {key}")),
-    ];
     if let (Some(session), false) = (
         &options.session_id,
         options.cache_retention == CacheRetention::None,
@@ -42,13 +38,7 @@ pub(crate) fn build(
         }
         headers.push(("x-client-request-id".to_string(), session.clone()));
     }
-    add_request_headers(&mut headers, model, options);
-    let request = HttpRequest {
-        url: format!("{}/responses", model.base_url.trim_end_matches('/')),
-        headers,
-        body: serde_json::to_vec(&body).map_err(|e| ProviderError::Config(e.to_string()))?,
-        whole_error_body: false,
-    };
+    let request = HttpRequest::post_json(model, options, "/responses", headers, &body, false)?;
     Ok((request, Box::new(Decoder::default())))
 }
 
@@ -123,8 +113,14 @@ pub(crate) fn request_body(model: &Model, context: &Context, options: &StreamOpt
     Value::Object(body)
 }
 
-fn data_url(mime: &str, data: &str) -> String {
-    format!("data:{mime};base64,{data}")
+/// A user or tool-result block as a Responses input part (the API takes the same parts for
+/// both).
+fn input_part(block: &UserContentBlock) -> Value {
+    match block {
+        UserContentBlock::Text(t) => json!({"type": "input_text", "text": t.text}),
+        UserContentBlock::Image(img) => json!({"type": "input_image", "detail": "auto",
+            "image_url": format!("data:{};base64,{}", img.mime_type, img.data)}),
+    }
 }
 
 fn input(model: &Model, context: &Context) -> Vec<Value> {
@@ -145,18 +141,7 @@ fn input(model: &Model, context: &Context) -> Vec<Value> {
             Message::User(user) => {
                 let content: Vec<Value> = match &user.content {
                     UserContent::Text(text) => vec![json!({"type": "input_text", "text": text})],
-                    UserContent::Blocks(blocks) => blocks
-                        .iter()
-                        .map(|b| match b {
-                            UserContentBlock::Text(t) => {
-                                json!({"type": "input_text", "text": t.text})
-                            }
-                            UserContentBlock::Image(img) => {
-                                json!({"type": "input_image", "detail": "auto",
-                                "image_url": data_url(&img.mime_type, &img.data)})
-                            }
-                        })
-                        .collect(),
+                    UserContent::Blocks(blocks) => blocks.iter().map(input_part).collect(),
                 };
                 out.push(json!({"role": "user", "content": content}));
             }
@@ -221,36 +206,10 @@ fn input(model: &Model, context: &Context) -> Vec<Value> {
                     .next()
                     .unwrap_or_default()
                     .to_string();
-                let has_images = result
-                    .content
-                    .iter()
-                    .any(|b| matches!(b, UserContentBlock::Image(_)));
-                let output = if has_images {
-                    Value::Array(
-                        result
-                            .content
-                            .iter()
-                            .map(|b| match b {
-                                UserContentBlock::Text(t) => {
-                                    json!({"type": "input_text", "text": t.text})
-                                }
-                                UserContentBlock::Image(img) => {
-                                    json!({"type": "input_image", "detail": "auto",
-                                    "image_url": data_url(&img.mime_type, &img.data)})
-                                }
-                            })
-                            .collect(),
-                    )
+                let output = if has_images(&result.content) {
+                    Value::Array(result.content.iter().map(input_part).collect())
                 } else {
-                    let texts: Vec<&str> = result
-                        .content
-                        .iter()
-                        .filter_map(|b| match b {
-                            UserContentBlock::Text(t) => Some(t.text.as_str()),
-                            UserContentBlock::Image(_) => None,
-                        })
-                        .collect();
-                    json!(texts.join("\n"))
+                    json!(text_of(&result.content, "\n"))
                 };
                 out.push(
                     json!({"type": "function_call_output", "call_id": call_id, "output": output}),
@@ -424,24 +383,14 @@ impl Adapter for Decoder {
                 let response = data.get("response").cloned().unwrap_or(Value::Null);
                 if let Some(usage) = response.get("usage") {
                     let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-                    let cached = n(usage
-                        .get("input_tokens_details")
-                        .and_then(|d| d.get("cached_tokens")));
-                    let input = n(usage.get("input_tokens")).saturating_sub(cached);
-                    let output = n(usage.get("output_tokens"));
-                    let total = match n(usage.get("total_tokens")) {
-                        0 => input + output + cached,
-                        t => t,
-                    };
-                    ops.push(Op::Usage(Usage {
-                        input,
-                        output,
-                        cache_read: cached,
-                        cache_write: 0,
-                        cache_write_1h: None,
-                        total_tokens: total,
-                        cost: Default::default(),
-                    }));
+                    ops.push(Op::Usage(usage_with_cached_prompt(
+                        n(usage.get("input_tokens")),
+                        n(usage
+                            .get("input_tokens_details")
+                            .and_then(|d| d.get("cached_tokens"))),
+                        n(usage.get("output_tokens")),
+                        n(usage.get("total_tokens")),
+                    )));
                 }
                 let reason = match s(&response, "status") {
                     "incomplete" => StopReason::Length,

@@ -10,10 +10,9 @@ use serde_json::Value;
 
 /// How a prompt sent during a run is queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub enum StreamingBehavior {
-    #[serde(rename = "steer")]
     Steer,
-    #[serde(rename = "followUp")]
     FollowUp,
 }
 
@@ -23,15 +22,12 @@ pub struct NoFields {}
 
 /// `prompt`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct PromptCommand {
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<Vec<ImageContent>>,
-    #[serde(
-        rename = "streamingBehavior",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming_behavior: Option<StreamingBehavior>,
     /// xcsh: locale for the system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,20 +44,17 @@ pub struct QueueMessageCommand {
 
 /// `new_session`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct NewSessionCommand {
-    #[serde(
-        rename = "parentSession",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session: Option<String>,
 }
 
 /// `set_model`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SetModelCommand {
     pub provider: String,
-    #[serde(rename = "modelId")]
     pub model_id: String,
 }
 
@@ -85,12 +78,9 @@ pub struct SetInterruptModeCommand {
 
 /// `compact`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct CompactCommand {
-    #[serde(
-        rename = "customInstructions",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_instructions: Option<String>,
 }
 
@@ -108,45 +98,39 @@ pub struct SetAutoRetryCommand {
 
 /// `bash`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct BashCommand {
     pub command: String,
-    #[serde(
-        rename = "excludeFromContext",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude_from_context: Option<bool>,
 }
 
 /// `export_html`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ExportHtmlCommand {
-    #[serde(
-        rename = "outputPath",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_path: Option<String>,
 }
 
 /// `switch_session`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SwitchSessionCommand {
-    #[serde(rename = "sessionPath")]
     pub session_path: String,
 }
 
 /// `fork` (pi).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ForkCommand {
-    #[serde(rename = "entryId")]
     pub entry_id: String,
 }
 
 /// `branch` (xcsh).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct BranchCommand {
-    #[serde(rename = "entryId")]
     pub entry_id: String,
 }
 

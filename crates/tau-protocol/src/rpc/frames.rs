@@ -35,6 +35,7 @@ pub struct Response<D = Value> {
     /// The request's `id`, echoed as sent; absent when the request had none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
+    // `type` on the wire; a Rust keyword, hence the field name.
     #[serde(rename = "type")]
     pub kind: ResponseType,
     /// The request's `type`, or `parse` when the line was not a JSON object.
@@ -102,23 +103,24 @@ where
 
 /// What an extension asks the host's UI to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "method")]
+#[serde(
+    tag = "method",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum UiMethod {
-    #[serde(rename = "select")]
     Select {
         title: String,
         options: Vec<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout: Option<u64>,
     },
-    #[serde(rename = "confirm")]
     Confirm {
         title: String,
         message: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout: Option<u64>,
     },
-    #[serde(rename = "input")]
     Input {
         title: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,65 +128,41 @@ pub enum UiMethod {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout: Option<u64>,
     },
-    #[serde(rename = "editor")]
     Editor {
         title: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         prefill: Option<String>,
         /// xcsh.
-        #[serde(
-            rename = "promptStyle",
-            default,
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         prompt_style: Option<bool>,
     },
-    #[serde(rename = "notify")]
     Notify {
         message: String,
-        #[serde(
-            rename = "notifyType",
-            default,
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         notify_type: Option<String>,
     },
-    #[serde(rename = "setStatus")]
     SetStatus {
-        #[serde(rename = "statusKey")]
         status_key: String,
-        #[serde(
-            rename = "statusText",
-            default,
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         status_text: Option<String>,
     },
-    #[serde(rename = "setWidget")]
     SetWidget {
-        #[serde(rename = "widgetKey")]
         widget_key: String,
-        #[serde(
-            rename = "widgetLines",
-            default,
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         widget_lines: Option<Vec<String>>,
-        #[serde(
-            rename = "widgetPlacement",
-            default,
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         widget_placement: Option<String>,
     },
-    #[serde(rename = "setTitle")]
-    SetTitle { title: String },
+    SetTitle {
+        title: String,
+    },
+    // pi names this method in snake_case, unlike the others.
     #[serde(rename = "set_editor_text")]
-    SetEditorText { text: String },
+    SetEditorText {
+        text: String,
+    },
     /// xcsh: withdraw an open dialog.
-    #[serde(rename = "cancel")]
     Cancel {
-        #[serde(rename = "targetId")]
         target_id: String,
     },
 }
@@ -201,7 +179,11 @@ pub struct ExtensionUiRequest {
 
 /// `{"type":"extension_ui_response","id":…}` (stdin); never answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename = "extension_ui_response")]
+#[serde(
+    tag = "type",
+    rename = "extension_ui_response",
+    rename_all = "camelCase"
+)]
 #[schemars(rename = "ExtensionUiResponse", extend("x-tag" = {"type": "extension_ui_response"}))]
 pub struct ExtensionUiResponse {
     pub id: String,
@@ -212,28 +194,27 @@ pub struct ExtensionUiResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled: Option<bool>,
     /// xcsh: the dialog timed out on the host's side.
-    #[serde(rename = "timedOut", default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timed_out: Option<bool>,
 }
 
 /// `{"type":"host_tool_result",…}` (stdin): a host tool finished.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename = "host_tool_result")]
+#[serde(tag = "type", rename = "host_tool_result", rename_all = "camelCase")]
 #[schemars(rename = "HostToolResult", extend("x-tag" = {"type": "host_tool_result"}))]
 pub struct HostToolResult {
     pub id: String,
     pub result: HostToolOutput,
-    #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
 }
 
 /// `{"type":"host_tool_update",…}` (stdin): progress of a host tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename = "host_tool_update")]
+#[serde(tag = "type", rename = "host_tool_update", rename_all = "camelCase")]
 #[schemars(rename = "HostToolUpdate", extend("x-tag" = {"type": "host_tool_update"}))]
 pub struct HostToolUpdate {
     pub id: String,
-    #[serde(rename = "partialResult")]
     pub partial_result: HostToolOutput,
 }
 

@@ -9,47 +9,32 @@ use serde_json::Value;
 /// `get_state`: pi's fields plus xcsh's (`interruptMode`, `queuedMessageCount`,
 /// `todoPhases`) and tau's `autoRetryEnabled` (decision 2 and tau's decisions).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct RpcSessionState {
     /// `null` when no model is usable (decision 1).
     pub model: Option<Model>,
-    #[serde(rename = "thinkingLevel")]
     pub thinking_level: ThinkingLevel,
-    #[serde(rename = "isStreaming")]
     pub is_streaming: bool,
-    #[serde(rename = "isCompacting")]
     pub is_compacting: bool,
-    #[serde(rename = "steeringMode")]
     pub steering_mode: QueueMode,
-    #[serde(rename = "followUpMode")]
     pub follow_up_mode: QueueMode,
-    #[serde(rename = "interruptMode", default)]
+    #[serde(default)]
     pub interrupt_mode: InterruptMode,
     /// Absent with `--no-session`; named before the file exists (it is written lazily).
-    #[serde(
-        rename = "sessionFile",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_file: Option<String>,
-    #[serde(rename = "sessionId")]
     pub session_id: String,
-    #[serde(
-        rename = "sessionName",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_name: Option<String>,
-    #[serde(rename = "autoCompactionEnabled")]
     pub auto_compaction_enabled: bool,
-    #[serde(rename = "autoRetryEnabled", default = "default_true")]
+    #[serde(default = "default_true")]
     pub auto_retry_enabled: bool,
-    #[serde(rename = "messageCount")]
     pub message_count: usize,
-    #[serde(rename = "pendingMessageCount", default)]
+    #[serde(default)]
     pub pending_message_count: usize,
-    #[serde(rename = "queuedMessageCount", default)]
+    #[serde(default)]
     pub queued_message_count: usize,
-    #[serde(rename = "todoPhases", default)]
+    #[serde(default)]
     pub todo_phases: Vec<TodoPhase>,
 }
 
@@ -65,11 +50,10 @@ pub struct MessagesData {
 
 /// `cycle_model` (the response `data` is `null` when there is nothing to cycle to).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct CycleModelData {
     pub model: Model,
-    #[serde(rename = "thinkingLevel")]
     pub thinking_level: ThinkingLevel,
-    #[serde(rename = "isScoped")]
     pub is_scoped: bool,
 }
 
@@ -93,70 +77,46 @@ pub struct ThinkingLevelsData {
 
 /// `bash`: pi's fields plus xcsh's counters (decision 2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct BashResult {
     pub output: String,
     /// Absent when cancelled or killed by a signal.
-    #[serde(rename = "exitCode", default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     pub cancelled: bool,
     pub truncated: bool,
-    #[serde(
-        rename = "fullOutputPath",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_output_path: Option<String>,
-    #[serde(
-        rename = "totalLines",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_lines: Option<u64>,
-    #[serde(
-        rename = "totalBytes",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_bytes: Option<u64>,
-    #[serde(
-        rename = "outputLines",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_lines: Option<u64>,
-    #[serde(
-        rename = "outputBytes",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_bytes: Option<u64>,
-    #[serde(
-        rename = "artifactId",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_id: Option<String>,
-    #[serde(rename = "newCwd", default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_cwd: Option<String>,
 }
 
 /// Token totals in `get_session_stats`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct TokenTotals {
     pub input: u64,
     pub output: u64,
-    #[serde(rename = "cacheRead")]
     pub cache_read: u64,
-    #[serde(rename = "cacheWrite")]
     pub cache_write: u64,
     pub total: u64,
 }
 
 /// Current context-window use; `tokens`/`percent` are `null` right after a compaction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ContextUsage {
     pub tokens: Option<u64>,
-    #[serde(rename = "contextWindow")]
     pub context_window: u64,
     #[serde(serialize_with = "crate::js_number::serialize_option")]
     pub percent: Option<f64>,
@@ -164,39 +124,22 @@ pub struct ContextUsage {
 
 /// `get_session_stats`: pi's fields plus xcsh's `premiumRequests`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SessionStats {
-    #[serde(
-        rename = "sessionFile",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_file: Option<String>,
-    #[serde(rename = "sessionId")]
     pub session_id: String,
-    #[serde(rename = "userMessages")]
     pub user_messages: u64,
-    #[serde(rename = "assistantMessages")]
     pub assistant_messages: u64,
-    #[serde(rename = "toolCalls")]
     pub tool_calls: u64,
-    #[serde(rename = "toolResults")]
     pub tool_results: u64,
-    #[serde(rename = "totalMessages")]
     pub total_messages: u64,
     pub tokens: TokenTotals,
     #[serde(serialize_with = "crate::js_number::serialize")]
     pub cost: f64,
-    #[serde(
-        rename = "contextUsage",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_usage: Option<ContextUsage>,
-    #[serde(
-        rename = "premiumRequests",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub premium_requests: Option<u64>,
 }
 
@@ -221,8 +164,8 @@ pub struct ForkData {
 
 /// One user message that can be forked from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ForkMessage {
-    #[serde(rename = "entryId")]
     pub entry_id: String,
     pub text: String,
 }
@@ -241,6 +184,7 @@ pub struct LastAssistantTextData {
 
 /// A slash command a prompt can invoke.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct CommandInfo {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,11 +192,7 @@ pub struct CommandInfo {
     /// `extension`, `prompt` or `skill`.
     pub source: String,
     /// pi 0.79's description of where the command came from.
-    #[serde(
-        rename = "sourceInfo",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_info: Option<Value>,
     /// Document 004's older shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -269,39 +209,39 @@ pub struct CommandsData {
 
 /// `set_todos`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct TodosData {
-    #[serde(rename = "todoPhases")]
     pub todo_phases: Vec<TodoPhase>,
 }
 
 /// `set_host_tools`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct HostToolsData {
-    #[serde(rename = "toolNames")]
     pub tool_names: Vec<String>,
 }
 
 /// `clear_queue`: what the queues held.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct QueueData {
     pub steering: Vec<String>,
-    #[serde(rename = "followUp")]
     pub follow_up: Vec<String>,
 }
 
 /// `get_entries`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct EntriesData {
     pub entries: Vec<Value>,
-    #[serde(rename = "leafId")]
     pub leaf_id: Option<String>,
 }
 
 /// `get_tree`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct TreeData {
     pub tree: Vec<Value>,
-    #[serde(rename = "leafId")]
     pub leaf_id: Option<String>,
 }
 
@@ -322,12 +262,13 @@ pub struct PromptData {
 
 /// The model's reachability in `get_integrations`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct IntegrationModel {
     /// `no_provider`, `connected` or `auth_error`.
     pub state: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
-    #[serde(rename = "latencyMs", default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<u64>,
 }
 

@@ -12,7 +12,6 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tau_agent::{AgentTool, AgentToolResult, ToolContext};
-use tau_ai::{TextContent, UserContentBlock};
 use tokio_util::sync::CancellationToken;
 
 pub use output::OutputSnapshot;
@@ -22,6 +21,7 @@ pub use shell::{
 };
 
 use crate::ToolEnv;
+use crate::call::{js_number, text_block};
 use crate::truncate::{DEFAULT_MAX_BYTES, TruncatedBy, format_size};
 
 /// pi's throttle for progress updates.
@@ -161,23 +161,6 @@ fn parse_timeout(value: Option<&Value>) -> Result<Option<f64>, String> {
     }
 }
 
-/// A number as JavaScript prints it (`5`, not `5.0`), since the timeout message echoes the
-/// argument the way pi's template string does.
-fn js_number(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e21 {
-        format!("{:.0}", n + 0.0)
-    } else {
-        n.to_string()
-    }
-}
-
-fn text_block(text: String) -> UserContentBlock {
-    UserContentBlock::Text(TextContent {
-        text,
-        text_signature: None,
-    })
-}
-
 fn append_status(text: &str, status: &str) -> String {
     if text.is_empty() {
         status.to_string()
@@ -194,12 +177,24 @@ fn full_output_path(snapshot: &OutputSnapshot) -> String {
     )
 }
 
-/// A progress update: the tail so far, with `details` holding `truncation` only when the
-/// output is cut and `fullOutputPath` once a temp file exists.
+/// A progress update: the tail so far, with its [`details`].
 fn progress(snapshot: &OutputSnapshot) -> AgentToolResult {
+    AgentToolResult {
+        content: vec![text_block(snapshot.truncation.content.clone())],
+        details: Some(details(snapshot)),
+        terminate: None,
+    }
+}
+
+/// `{truncation?, fullOutputPath?}`: `truncation` only when the output is cut,
+/// `fullOutputPath` once a temp file exists.
+fn details(snapshot: &OutputSnapshot) -> Value {
     let mut details = Map::new();
     if snapshot.truncation.truncated {
-        details.insert("truncation".into(), truncation_json(snapshot));
+        details.insert(
+            "truncation".into(),
+            serde_json::to_value(&snapshot.truncation).unwrap_or(Value::Null),
+        );
     }
     if let Some(path) = &snapshot.full_output_path {
         details.insert(
@@ -207,15 +202,7 @@ fn progress(snapshot: &OutputSnapshot) -> AgentToolResult {
             Value::String(path.display().to_string()),
         );
     }
-    AgentToolResult {
-        content: vec![text_block(snapshot.truncation.content.clone())],
-        details: Some(Value::Object(details)),
-        terminate: None,
-    }
-}
-
-fn truncation_json(snapshot: &OutputSnapshot) -> Value {
-    serde_json::to_value(&snapshot.truncation).unwrap_or(Value::Null)
+    Value::Object(details)
 }
 
 /// The result text (`empty` stands in for no output) with pi's truncation notice, and the
@@ -253,28 +240,13 @@ fn format_output(snapshot: &OutputSnapshot, empty: &str) -> (String, Option<Valu
     };
     text.push_str("\n\n");
     text.push_str(&notice);
-    let mut details = Map::new();
-    details.insert("truncation".into(), truncation_json(snapshot));
-    if let Some(path) = &snapshot.full_output_path {
-        details.insert(
-            "fullOutputPath".into(),
-            Value::String(path.display().to_string()),
-        );
-    }
-    (text, Some(Value::Object(details)))
+    // Truncated here, so `details` always holds `truncation`.
+    (text, Some(details(snapshot)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbers_print_like_javascript() {
-        assert_eq!(js_number(5.0), "5");
-        assert_eq!(js_number(1.5), "1.5");
-        assert_eq!(js_number(0.25), "0.25");
-        assert_eq!(js_number(-0.0), "0");
-    }
 
     #[test]
     fn timeouts_parse_numbers_and_numeric_strings() {
