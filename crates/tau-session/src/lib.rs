@@ -1,6 +1,8 @@
-//! One conversation and everything it owns: settings, the current model and thinking level,
-//! queue and interrupt modes, todos, host tools, the outbound event sink, and the session
-//! store (pi's JSONL files). Compaction, retry and resources join it in later issues.
+//! One conversation and what it owns: its runs and queues (`conversation`, `session`), the
+//! current model and thinking level, automatic retry and compaction, todos, host tools, the
+//! RPC `bash` command, HTML export and the outbound event sink. The session store
+//! (`tau-store`) and the resources read from disk (`tau-resources`) are crates of their own,
+//! re-exported here under their old names.
 
 pub mod compaction;
 mod conversation;
@@ -8,15 +10,15 @@ pub mod export_html;
 mod host_tools;
 pub mod models;
 mod outbound;
-pub mod paths;
-pub mod resources;
 pub mod retry;
 mod session;
-pub mod settings;
 mod startup;
-pub mod store;
-pub mod system_prompt;
 pub mod tokens;
+
+// The session store and the file locations are their own crate.
+pub use tau_store::{self as store, paths};
+// Settings, skills, templates and the system prompt are their own crate too.
+pub use tau_resources::{self as resources, settings, system_prompt};
 
 pub use host_tools::{
     HostTool, HostToolBridge, HostToolCall, HostToolCancel, HostToolDefinition, HostToolError,

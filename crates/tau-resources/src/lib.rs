@@ -1,5 +1,7 @@
-//! Skills and prompt templates (tools-resources §3–§5): where they are found, what
-//! `get_commands` lists, and how a `/skill:name` or `/template` message is expanded.
+//! What the agent reads from disk besides sessions: settings files ([`settings`]), context
+//! files and the system prompt built from them ([`system_prompt`]), and skills and prompt
+//! templates (tools-resources §3–§5, this module): where they are found, what `get_commands`
+//! lists, and how a `/skill:name` or `/template` message is expanded.
 //!
 //! Locations, first wins on a name clash: paths listed in the project's settings, the
 //! project's `.tau/` and `.pi/` folders (and, for skills, `.agents/skills` in the working
@@ -7,6 +9,10 @@
 //! settings, the agent directory (and `~/.agents/skills`), then `--skill` /
 //! `--prompt-template` paths. `--no-skills` / `--no-prompt-templates` keep only the command
 //! line's; `--no-approve` leaves the project's out (decision T54).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
+pub mod settings;
+pub mod system_prompt;
 
 mod filter;
 mod frontmatter;
@@ -20,8 +26,6 @@ use std::sync::Arc;
 use filter::Filter;
 
 use serde::Serialize;
-
-use crate::settings;
 
 pub use prompts::PromptTemplate;
 pub use skills::Skill;
@@ -79,7 +83,9 @@ impl Root {
     /// A path listed in a settings file (relative to that file's folder).
     fn listed(settings_dir: &Path, entry: &str, scope: &'static str, filter: Arc<Filter>) -> Self {
         Self {
-            path: tau_tools::normalize_path(&settings_dir.join(crate::paths::expand_tilde(entry))),
+            path: tau_tools::normalize_path(
+                &settings_dir.join(tau_store::paths::expand_tilde(entry)),
+            ),
             source: "local",
             scope,
             base_dir: settings_dir.to_path_buf(),
@@ -90,7 +96,7 @@ impl Root {
 
     /// A path from the command line (relative to the working directory).
     fn cli(cwd: &Path, arg: &str) -> Self {
-        let path = tau_tools::normalize_path(&cwd.join(crate::paths::expand_tilde(arg)));
+        let path = tau_tools::normalize_path(&cwd.join(tau_store::paths::expand_tilde(arg)));
         let base_dir = if path.is_dir() {
             path.clone()
         } else {

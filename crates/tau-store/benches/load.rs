@@ -7,7 +7,7 @@ use serde_json::json;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tau_session::store::SessionStore;
+use tau_store::SessionStore;
 
 /// The allocator the `tau` binary uses, so the figures are the binary's.
 #[global_allocator]

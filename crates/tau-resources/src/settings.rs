@@ -9,8 +9,8 @@ use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use tau_agent::{InterruptMode, QueueMode};
-use tau_ai::ThinkingLevel;
+use tau_protocol::ThinkingLevel;
+use tau_protocol::{InterruptMode, QueueMode};
 
 /// The effective settings, typed where tau uses them, with the merged document kept for
 /// keys later issues read.

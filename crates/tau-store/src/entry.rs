@@ -7,8 +7,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
-use tau_agent::AgentMessage;
-use tau_ai::UserContent;
+use tau_protocol::AgentMessage;
+use tau_protocol::UserContent;
 
 /// The session file format version tau writes.
 pub const CURRENT_VERSION: u32 = 3;

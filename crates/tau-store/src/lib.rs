@@ -2,24 +2,26 @@
 //! creation, one flushed line per entry afterwards, an advisory lock against a second
 //! writer, context rebuilding, fork/clone construction and session discovery.
 
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 mod deferred;
 mod discover;
 mod entry;
 mod fast;
 mod load;
+pub mod paths;
 
 pub use deferred::{DeferredOpen, RawJsonArray};
 pub use discover::{find_by_id_prefix, most_recent_in};
 pub use entry::{CURRENT_VERSION, EntryKind, SessionEntry, SessionHeader};
 
-use crate::paths;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use tau_agent::{AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage};
-use tau_ai::{UserContent, UserContentBlock};
+use tau_protocol::{AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage};
+use tau_protocol::{UserContent, UserContentBlock};
 
 /// Why a session file could not be opened or written.
 #[derive(Debug, thiserror::Error)]
@@ -583,7 +585,7 @@ fn is_assistant(entry: &SessionEntry) -> bool {
 
 /// What an entry contributes to the model's context (compaction entries are handled by the
 /// caller).
-pub(crate) fn context_message(entry: &SessionEntry) -> Option<AgentMessage> {
+pub fn context_message(entry: &SessionEntry) -> Option<AgentMessage> {
     match &entry.kind {
         EntryKind::Message { message } => Some(message.clone()),
         EntryKind::CustomMessage {
@@ -623,10 +625,9 @@ fn user_text(content: &UserContent) -> String {
     }
 }
 
-/// Milliseconds since the epoch of an ISO timestamp; 0 if it does not parse.
 /// The context a branch path rebuilds to (rpc.md §7.5): with a compaction on the path, its
 /// summary, then the entries from its first kept one up to it, then the entries after it.
-pub(crate) fn context_of(path: &[&SessionEntry]) -> SessionContext {
+pub fn context_of(path: &[&SessionEntry]) -> SessionContext {
     let mut context = SessionContext::default();
     let mut compaction = None;
     for (i, entry) in path.iter().enumerate() {
@@ -680,6 +681,7 @@ pub(crate) fn context_of(path: &[&SessionEntry]) -> SessionContext {
     context
 }
 
+/// Milliseconds since the epoch of an ISO timestamp; 0 if it does not parse.
 pub(crate) fn iso_to_ms(iso: &str) -> i64 {
     time::OffsetDateTime::parse(iso, &time::format_description::well_known::Rfc3339)
         .map(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))

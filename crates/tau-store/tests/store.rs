@@ -4,12 +4,12 @@
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use tau_agent::AgentMessage;
-use tau_ai::{
+use tau_protocol::AgentMessage;
+use tau_protocol::{
     AssistantContent, AssistantMessage, StopReason, TextContent, Usage, UserContent,
     UserContentBlock, UserMessage,
 };
-use tau_session::store::{EntryKind, SessionStore, StoreError, find_by_id_prefix, most_recent_in};
+use tau_store::{EntryKind, SessionStore, StoreError, find_by_id_prefix, most_recent_in};
 
 fn user(text: &str) -> AgentMessage {
     AgentMessage::User(UserMessage {
@@ -654,7 +654,7 @@ fn fork_messages_cover_all_branches_in_file_order() {
                 text: "th".into(),
                 text_signature: None,
             }),
-            UserContentBlock::Image(tau_ai::ImageContent {
+            UserContentBlock::Image(tau_protocol::ImageContent {
                 data: "AA==".into(),
                 mime_type: "image/png".into(),
             }),

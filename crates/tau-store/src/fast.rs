@@ -8,11 +8,11 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
-use tau_agent::{
+use tau_protocol::{
     AgentMessage, BashExecutionMessage, BranchSummaryMessage, CompactionSummaryMessage,
     CustomMessage,
 };
-use tau_ai::{
+use tau_protocol::{
     AssistantContent, AssistantMessage, ImageContent, StopReason, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserContent, UserContentBlock, UserMessage,
 };
