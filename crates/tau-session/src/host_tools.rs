@@ -2,7 +2,6 @@
 //! them are active. Calling them is the agent loop's business.
 
 use serde_json::Value;
-use tau_ai::UserContentBlock;
 pub use tau_protocol::{HostToolCall, HostToolCancel, HostToolDefinition, HostToolOutput};
 
 /// A validated host tool.
@@ -275,15 +274,9 @@ impl HostTool {
                             terminate: None,
                         }),
                         Ok((output, true)) => {
-                            let text: Vec<&str> = output
-                                .content
-                                .iter()
-                                .filter_map(|b| match b {
-                                    UserContentBlock::Text(t) => Some(t.text.as_str()),
-                                    UserContentBlock::Image(_) => None,
-                                })
-                                .collect();
-                            let text = text.join("\n").trim().to_string();
+                            let text = tau_protocol::content::text_of(&output.content, "\n")
+                                .trim()
+                                .to_string();
                             Err(if text.is_empty() { "Host tool execution failed".to_string() } else { text })
                         }
                         Err(_) => Err("RPC client disconnected before host tool execution completed".to_string()),

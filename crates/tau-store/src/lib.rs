@@ -20,8 +20,8 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use tau_protocol::UserContent;
 use tau_protocol::{AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage};
-use tau_protocol::{UserContent, UserContentBlock};
 
 /// Why a session file could not be opened or written.
 #[derive(Debug, thiserror::Error)]
@@ -454,7 +454,7 @@ impl SessionStore {
                 EntryKind::Message {
                     message: AgentMessage::User(user),
                 } => {
-                    let text = user_text(&user.content);
+                    let text = user.content.text("");
                     (!text.is_empty()).then(|| (e.id.clone(), text))
                 }
                 _ => None,
@@ -611,20 +611,6 @@ pub fn context_message(entry: &SessionEntry) -> Option<AgentMessage> {
     }
 }
 
-/// Text blocks joined with "".
-fn user_text(content: &UserContent) -> String {
-    match content {
-        UserContent::Text(text) => text.clone(),
-        UserContent::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                UserContentBlock::Text(t) => Some(t.text.as_str()),
-                UserContentBlock::Image(_) => None,
-            })
-            .collect(),
-    }
-}
-
 /// The context a branch path rebuilds to (rpc.md §7.5): with a compaction on the path, its
 /// summary, then the entries from its first kept one up to it, then the entries after it.
 pub fn context_of(path: &[&SessionEntry]) -> SessionContext {
@@ -737,32 +723,16 @@ fn replace_file(path: &Path, lines: &[String]) -> Result<File, StoreError> {
         path: path.to_path_buf(),
         source,
     };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let temp = dir.join(format!(
-        ".{}.{}.tmp",
-        name.unwrap_or_default(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(io_err)?;
-        lock(&file, path)?;
-        let mut content = lines.join("\n");
-        content.push('\n');
-        file.write_all(content.as_bytes()).map_err(io_err)?;
-        file.sync_all().map_err(io_err)?;
-        std::fs::rename(&temp, path).map_err(io_err)?;
-        Ok(file)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
+    let mut content = lines.join("\n");
+    content.push('\n');
+    let mut options = OpenOptions::new();
+    options.read(true).append(true);
+    // The new file is locked before it takes the old one's place, so no other process can
+    // open it unlocked in between.
+    tau_tools::atomic::replace_file(path, content.as_bytes(), &options, |file| {
+        lock(file, path).map_err(std::io::Error::other)
+    })
+    .map_err(|e| io_err(e.into()))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! `ls`. Their output texts, notices and error strings are pi's, so a model tuned on pi
 //! behaves the same; their descriptions are tau's own words.
 
+pub mod atomic;
 pub mod bash;
 mod call;
 pub mod edit;

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 
@@ -13,6 +13,7 @@ use tau_agent::AgentToolResult;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
+use crate::atomic::ReplaceError;
 use crate::call::{ABORTED, args, text_block, until_cancelled};
 use crate::os_error::os_error;
 use crate::tool::builtin_tool;
@@ -142,33 +143,26 @@ fn write_atomic_blocking(path: &Path, bytes: &[u8]) -> io::Result<()> {
     if existing.as_ref().is_some_and(fs::Metadata::is_dir) {
         return Err(io::Error::from_raw_os_error(Errno::ISDIR.raw_os_error()));
     }
-    let temp = temp_path(&target);
-    let mut file = match fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temp)
-    {
-        Ok(file) => file,
-        // A writable file in a directory we may not create files in: pi would write it, so
-        // do, in place, rather than refuse.
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied && existing.is_some() => {
-            return fs::write(&target, bytes);
-        }
-        Err(e) => return Err(e),
-    };
-    let written = (|| {
+    let mut options = fs::OpenOptions::new();
+    options.write(true);
+    let replaced = crate::atomic::replace_file(&target, bytes, &options, |file| {
         if let Some(meta) = &existing {
             file.set_permissions(meta.permissions())?;
-            keep_owner(&file, meta);
+            keep_owner(file, meta);
         }
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temp, &target)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
+        Ok(())
+    });
+    match replaced {
+        Ok(_) => Ok(()),
+        // A writable file in a directory we may not create files in: pi would write it, so
+        // do, in place, rather than refuse.
+        Err(ReplaceError::CreateTemp(e))
+            if e.kind() == io::ErrorKind::PermissionDenied && existing.is_some() =>
+        {
+            fs::write(&target, bytes)
+        }
+        Err(e) => Err(e.into()),
     }
-    written
 }
 
 #[cfg(unix)]
@@ -202,37 +196,9 @@ fn follow_symlinks(path: &Path) -> PathBuf {
     current
 }
 
-/// A hidden, unique name beside `target` (same directory, so the rename stays on one file
-/// system), short enough for file-name limits.
-fn temp_path(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut cut = name.len().min(200);
-    while !name.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let unique = uuid::Uuid::new_v4().simple().to_string();
-    let file = format!(".{}.{}.tmp", &name[..cut], &unique[..12]);
-    match target.parent() {
-        Some(dir) => dir.join(file),
-        None => PathBuf::from(file),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn temp_names_stay_short_and_beside_the_target() {
-        let long = "é".repeat(200);
-        let temp = temp_path(&Path::new("/d").join(&long));
-        assert_eq!(temp.parent(), Some(Path::new("/d")));
-        let name = temp.file_name().map(|n| n.len()).unwrap_or(0);
-        assert!(name <= 255, "{name}");
-    }
 
     #[tokio::test]
     async fn locks_are_per_file_and_forgotten() {

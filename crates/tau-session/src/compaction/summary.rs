@@ -103,20 +103,11 @@ fn clip(text: &str, limit: usize) -> String {
 }
 
 fn user_text(content: &UserContent) -> String {
-    match content {
-        UserContent::Text(text) => text.clone(),
-        UserContent::Blocks(blocks) => blocks_text(blocks),
-    }
+    content.text("")
 }
 
 fn blocks_text(blocks: &[UserContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|b| match b {
-            UserContentBlock::Text(t) => Some(t.text.as_str()),
-            UserContentBlock::Image(_) => None,
-        })
-        .collect()
+    tau_protocol::content::text_of(blocks, "")
 }
 
 /// What the summariser reads, and how much of it: the messages (oldest first), the limits

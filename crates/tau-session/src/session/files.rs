@@ -429,7 +429,7 @@ impl AgentSession {
             session_name: store.session_name(),
         });
         drop(store);
-        write_atomically(&target, html.as_bytes())
+        tau_tools::atomic::write_atomically(&target, html.as_bytes())
             .map_err(|e| SessionError::Store(format!("{}: {e}", target.display())))?;
         Ok(shown)
     }
@@ -444,16 +444,7 @@ fn open_node(out: &mut String, entry: &crate::store::SessionEntry) {
 /// Text blocks of a user message, joined.
 fn user_text(message: &AgentMessage) -> String {
     match message {
-        AgentMessage::User(u) => match &u.content {
-            tau_ai::UserContent::Text(t) => t.clone(),
-            tau_ai::UserContent::Blocks(blocks) => blocks
-                .iter()
-                .filter_map(|b| match b {
-                    tau_ai::UserContentBlock::Text(t) => Some(t.text.as_str()),
-                    tau_ai::UserContentBlock::Image(_) => None,
-                })
-                .collect(),
-        },
+        AgentMessage::User(u) => u.content.text(""),
         _ => String::new(),
     }
 }
@@ -463,14 +454,4 @@ fn same_file(a: &Path, b: &Path) -> bool {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
     }
-}
-
-/// Never leaves a half-written file at `path`: write a sibling temp file, then rename.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
-    temp.write_all(bytes)?;
-    temp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
