@@ -1552,3 +1552,52 @@ fn a_name_given_with_an_opened_session_is_recorded_in_it() {
     assert_eq!(after[before]["type"], "session_info");
     assert_eq!(after[before]["parentId"], after[before - 1]["id"]);
 }
+
+/// The `get_messages` line for `id` as written, with its `id` cut off, so that two answers
+/// can be compared byte for byte.
+fn raw_messages_line(t: &mut Tau, id: &str) -> Vec<u8> {
+    t.send(&json!({"id": id, "type": "get_messages"}));
+    t.response(id);
+    let raw = t
+        .history()
+        .iter()
+        .rev()
+        .find(|r| r.json.as_ref().is_some_and(|j| j["id"] == id))
+        .map(|r| r.raw.clone())
+        .unwrap();
+    let cut = format!("{{\"id\":\"{id}\",");
+    assert!(raw.starts_with(cut.as_bytes()));
+    raw[cut.len()..].to_vec()
+}
+
+#[test]
+fn messages_served_from_the_file_are_the_typed_bytes() {
+    // A session tau wrote (thinking, tool calls and results, escapes, usage with costs) is
+    // answered from its file's bytes right after a switch, and from the typed context later:
+    // the two lines must be the same bytes, not only the same JSON.
+    let (mock, mut t) = setup();
+    mock.push(
+        Reply::new()
+            .thinking("plan \"quoted\" \u{2028}")
+            .tool_call("call_1", "ls", json!({"path": "."}))
+            .usage(120, 30, 5, 7),
+    );
+    mock.push(Reply::text("done: é ✓ \\ \n tab\t").usage(200, 10, 0, 0));
+    run(&mut t, "list the files, \"please\"");
+    let path = session_file(&mut t);
+    ok(&mut t, json!({"type": "new_session"}));
+    ok(
+        &mut t,
+        json!({"type": "switch_session", "sessionPath": path.to_str().unwrap()}),
+    );
+    let from_file = raw_messages_line(&mut t, "early");
+    state(&mut t);
+    let typed = raw_messages_line(&mut t, "late");
+    assert!(
+        from_file == typed,
+        "from the file:\n{}\ntyped:\n{}",
+        String::from_utf8_lossy(&from_file),
+        String::from_utf8_lossy(&typed)
+    );
+    assert!(String::from_utf8_lossy(&typed).contains("toolResult"));
+}
