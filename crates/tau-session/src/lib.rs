@@ -8,6 +8,7 @@ pub mod compaction;
 mod conversation;
 pub mod export_html;
 mod host_tools;
+pub mod model_choice;
 pub mod models;
 mod outbound;
 pub mod retry;

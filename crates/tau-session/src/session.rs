@@ -5,13 +5,12 @@ use std::sync::Arc;
 
 use tau_agent::{AgentMessage, InterruptMode, QueueMode, RunSpec};
 use tau_ai::provider::{CancellationToken, HttpClient, StreamOptions};
-use tau_ai::registry::{Registry, ScopedModel};
+use tau_ai::registry::Registry;
 use tau_ai::{ImageContent, TextContent, UserContent, UserContentBlock, UserMessage};
-use tau_ai::{Model, ThinkingLevel, clamp_thinking_level};
+use tau_ai::{Model, ThinkingLevel};
 use tokio::task::JoinHandle;
 
 use crate::conversation::{Conversation, Host, Queued};
-use crate::models::supported_levels;
 use crate::store::SessionStore;
 use crate::{
     BUILTIN_TOOL_NAMES, EventSink, HostToolDefinition, HostToolError, HostToolRegistry,
@@ -136,7 +135,6 @@ pub struct AgentSession {
     settings: Settings,
     events: EventSink,
     config: SessionConfig,
-    registry: Registry,
     client: Option<HttpClient>,
     conversation: Arc<Conversation>,
     active: Option<ActiveRun>,
@@ -145,10 +143,8 @@ pub struct AgentSession {
     context_files: Vec<(PathBuf, String)>,
     /// Skills and prompt templates of the working directory.
     resources: crate::resources::Resources,
-    /// `--models` / `enabledModels`, for `cycle_model`.
-    scope: Vec<ScopedModel>,
-    model: Option<Model>,
-    thinking_level: ThinkingLevel,
+    /// The model and thinking level, and the scope `cycle_model` goes through.
+    models: crate::model_choice::ModelChoice,
     auto_compaction: bool,
     auto_retry: bool,
     todo_phases: Vec<TodoPhase>,
@@ -204,13 +200,16 @@ impl AgentSession {
             },
             auto_compaction: settings.compaction_enabled(),
             auto_retry: settings.retry_enabled(),
+            models: crate::model_choice::ModelChoice::new(
+                registry,
+                startup.scope,
+                startup.model,
+                startup.thinking_level,
+                settings.default_thinking_level(),
+            ),
             settings,
             events,
-            registry,
-            scope: startup.scope,
             config,
-            model: startup.model,
-            thinking_level: startup.thinking_level,
             todo_phases: Vec::new(),
             host_tools: HostToolRegistry::default(),
             locale: None,
@@ -253,17 +252,17 @@ impl AgentSession {
         self.conversation.store().session_name().map(str::to_string)
     }
     pub fn model(&self) -> Option<&Model> {
-        self.model.as_ref()
+        self.models.model()
     }
     pub fn registry(&self) -> &Registry {
-        &self.registry
+        self.models.registry()
     }
     pub fn thinking_level(&self) -> ThinkingLevel {
-        self.thinking_level
+        self.models.thinking_level()
     }
     /// The thinking levels the current model supports (only `off` without a model).
     pub fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
-        supported_levels(self.model.as_ref())
+        self.models.available_thinking_levels()
     }
     pub fn steering_mode(&self) -> QueueMode {
         self.conversation.lock().steering_mode
@@ -431,105 +430,63 @@ impl AgentSession {
 
     /// Models whose provider has credentials, in registry order.
     pub fn available_models(&self) -> Vec<Model> {
-        self.registry
-            .available_models()
-            .into_iter()
-            .cloned()
-            .collect()
+        self.models.available_models()
     }
 
     /// Switches to `provider/id` (only models with credentials count) and re-applies the
     /// thinking level. Session-local: settings are not rewritten (decision 12).
     pub async fn set_model(&mut self, provider: &str, id: &str) -> Result<Model, SessionError> {
-        let model = self.registry.find(provider, id).cloned().ok_or_else(|| {
-            SessionError::ModelNotFound {
-                provider: provider.to_string(),
-                id: id.to_string(),
-            }
-        })?;
-        self.switch_model(model.clone(), None).await;
-        Ok(model)
+        let changed = self.models.set_model(provider, id)?;
+        let model = changed.model.clone();
+        self.record(changed).await;
+        model.ok_or_else(|| SessionError::ModelNotFound {
+            provider: provider.to_string(),
+            id: id.to_string(),
+        })
     }
 
     /// The next model of the scope (when one is set) or of all available models; `None` when
     /// there are fewer than two to choose from.
     pub async fn cycle_model(&mut self) -> Option<(Model, ThinkingLevel, bool)> {
-        let scoped: Vec<ScopedModel> = self
-            .scope
-            .iter()
-            .filter(|s| self.registry.has_auth(&s.model.provider))
-            .cloned()
-            .collect();
-        let is_scoped = !self.scope.is_empty();
-        let candidates: Vec<ScopedModel> = if is_scoped {
-            scoped
-        } else {
-            self.available_models()
-                .into_iter()
-                .map(|model| ScopedModel {
-                    model,
-                    thinking_level: None,
-                })
-                .collect()
-        };
-        if candidates.len() < 2 {
-            return None;
-        }
-        let current = self.model.as_ref().and_then(|m| {
-            candidates
-                .iter()
-                .position(|c| c.model.provider == m.provider && c.model.id == m.id)
-        });
-        let next = candidates[(current.unwrap_or(0) + 1) % candidates.len()].clone();
-        self.switch_model(next.model.clone(), next.thinking_level)
-            .await;
-        Some((next.model, self.thinking_level, is_scoped))
-    }
-
-    async fn switch_model(&mut self, model: Model, level: Option<ThinkingLevel>) {
-        let previous_reasons = self.model.as_ref().is_some_and(|m| m.reasoning);
-        let requested = level.unwrap_or_else(|| {
-            if previous_reasons {
-                self.thinking_level
-            } else {
-                self.settings.default_thinking_level()
-            }
-        });
-        self.conversation
-            .persist(|store| store.append_model_change(&model.provider, &model.id));
-        self.model = Some(model);
-        self.apply_thinking_level(requested).await;
+        let (changed, is_scoped) = self.models.cycle_model()?;
+        let model = changed.model.clone()?;
+        self.record(changed).await;
+        Some((model, self.models.thinking_level(), is_scoped))
     }
 
     /// Sets the thinking level, clamped to the model; `thinking_level_changed` is emitted when
     /// the effective level changes.
     pub async fn set_thinking_level(&mut self, level: ThinkingLevel) {
-        self.apply_thinking_level(level).await;
+        let changed = self.models.set_thinking_level(level);
+        self.record(crate::model_choice::Changed {
+            model: None,
+            thinking_level: changed,
+        })
+        .await;
     }
 
     /// The next supported level (wrapping); `None` for a model without reasoning.
     pub async fn cycle_thinking_level(&mut self) -> Option<ThinkingLevel> {
-        if !self.model.as_ref().is_some_and(|m| m.reasoning) {
-            return None;
-        }
-        let levels = self.available_thinking_levels();
-        let current = levels
-            .iter()
-            .position(|l| *l == self.thinking_level)
-            .unwrap_or(0);
-        let next = *levels.get((current + 1) % levels.len().max(1))?;
-        self.apply_thinking_level(next).await;
-        Some(self.thinking_level)
+        let changed = self.models.cycle_thinking_level()?;
+        self.record(crate::model_choice::Changed {
+            model: None,
+            thinking_level: changed,
+        })
+        .await;
+        Some(self.models.thinking_level())
     }
 
-    async fn apply_thinking_level(&mut self, requested: ThinkingLevel) {
-        let effective = clamp_thinking_level(requested, &supported_levels(self.model.as_ref()));
-        if effective != self.thinking_level {
-            self.thinking_level = effective;
+    /// Writes a model or level change to the session file, and announces a new level.
+    async fn record(&mut self, changed: crate::model_choice::Changed) {
+        if let Some(model) = &changed.model {
             self.conversation
-                .persist(|store| store.append_thinking_level_change(effective.as_str()));
+                .persist(|store| store.append_model_change(&model.provider, &model.id));
+        }
+        if let Some(level) = changed.thinking_level {
+            self.conversation
+                .persist(|store| store.append_thinking_level_change(level.as_str()));
             self.events
-                .emit(SessionEvent::ThinkingLevelChanged { level: effective })
+                .emit(SessionEvent::ThinkingLevelChanged { level })
                 .await;
         }
     }
@@ -702,13 +659,13 @@ impl AgentSession {
 
     fn check_credentials(&self) -> Result<(), SessionError> {
         let provider = self
-            .model
-            .as_ref()
+            .models
+            .model()
             .map_or_else(|| "the selected model".to_string(), |m| m.provider.clone());
-        let Some(model) = &self.model else {
+        let Some(model) = self.models.model() else {
             return Err(SessionError::NoApiKey(provider));
         };
-        match self.registry.request_config(model) {
+        match self.models.registry().request_config(model) {
             Ok(config) if config.api_key.is_some() => Ok(()),
             Ok(_) => Err(SessionError::NoApiKey(provider)),
             Err(err) => Err(SessionError::Credentials(err.to_string())),
@@ -732,10 +689,10 @@ impl AgentSession {
     }
 
     fn start_run(&mut self, prompts: Vec<AgentMessage>) {
-        let Some(model) = self.model.clone() else {
+        let Some(model) = self.models.model().cloned() else {
             return;
         };
-        let (api_key, headers, base_url) = match self.registry.request_config(&model) {
+        let (api_key, headers, base_url) = match self.models.registry().request_config(&model) {
             Ok(config) => (
                 config.api_key.map(|k| k.expose().to_string()),
                 config.headers,
@@ -756,7 +713,7 @@ impl AgentSession {
             options: StreamOptions {
                 api_key,
                 headers,
-                reasoning: Some(self.thinking_level),
+                reasoning: Some(self.models.thinking_level()),
                 session_id: Some(self.session_id()),
                 ..StreamOptions::default()
             },
@@ -841,8 +798,8 @@ impl AgentSession {
             shell_command_prefix: self.settings.get("shellCommandPrefix"),
             auto_resize_images: self.settings.get("images.autoResize").unwrap_or(true),
             model_accepts_images: self
-                .model
-                .as_ref()
+                .models
+                .model()
                 .is_some_and(|m| m.input.contains(&tau_ai::InputModality::Image)),
         }
     }

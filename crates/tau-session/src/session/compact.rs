@@ -199,11 +199,12 @@ impl AgentSession {
     /// The summariser for the current model, when there is one with a key.
     pub(super) fn summarizer(&mut self) -> Result<Summarizer, SessionError> {
         self.check_credentials()?;
-        let Some(model) = self.model.clone() else {
+        let Some(model) = self.models.model().cloned() else {
             return Err(SessionError::NoApiKey("the selected model".into()));
         };
         let config = self
-            .registry
+            .models
+            .registry()
             .request_config(&model)
             .map_err(|e| SessionError::Credentials(e.to_string()))?;
         let client = self
@@ -219,7 +220,7 @@ impl AgentSession {
             options: StreamOptions {
                 api_key: config.api_key.map(|k| k.expose().to_string()),
                 headers: config.headers,
-                reasoning: model.reasoning.then_some(self.thinking_level),
+                reasoning: model.reasoning.then_some(self.models.thinking_level()),
                 session_id: Some(self.session_id()),
                 ..StreamOptions::default()
             },

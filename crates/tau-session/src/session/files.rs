@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tau_agent::AgentMessage;
-use tau_ai::{AssistantContent, ThinkingLevel, clamp_thinking_level};
+use tau_ai::{AssistantContent, ThinkingLevel};
 
 use super::{AgentSession, SessionError};
 use crate::export_html::{ExportInput, ExportTool, default_export_file_name, render_session_html};
-use crate::models::supported_levels;
 use crate::store::{EntryKind, SessionStore};
 use crate::{paths, tokens};
 
@@ -44,12 +43,12 @@ enum Which {
 impl AgentSession {
     /// A brand-new session starts with its model and thinking level, as pi's files do.
     pub(super) fn record_start(&mut self) {
-        if let Some(model) = &self.model {
+        if let Some(model) = self.models.model() {
             let (provider, id) = (model.provider.clone(), model.id.clone());
             self.conversation
                 .persist(|store| store.append_model_change(&provider, &id));
         }
-        let level = self.thinking_level.as_str();
+        let level = self.models.thinking_level().as_str();
         self.conversation
             .persist(|store| store.append_thinking_level_change(level));
     }
@@ -60,18 +59,14 @@ impl AgentSession {
     pub(super) fn restore_from_store(&mut self) {
         let context = self.conversation.store().build_context();
         self.conversation.lock().messages = context.messages;
-        if let Some((provider, id)) = &context.model
-            && self.config.model_pattern.is_none()
-            && self.registry.has_auth(provider)
-            && let Some(model) = self.registry.find(provider, id)
-        {
-            self.model = Some(model.clone());
-        }
         let level = context
             .thinking_level
-            .and_then(|l| serde_json::from_value::<ThinkingLevel>(Value::String(l)).ok())
-            .unwrap_or(self.thinking_level);
-        self.thinking_level = clamp_thinking_level(level, &supported_levels(self.model.as_ref()));
+            .and_then(|l| serde_json::from_value::<ThinkingLevel>(Value::String(l)).ok());
+        self.models.restore(
+            context.model.as_ref(),
+            level,
+            self.config.model_pattern.is_some(),
+        );
     }
 
     /// The directory new sessions go to: next to the current file, else the configured one.
@@ -374,7 +369,7 @@ impl AgentSession {
                 _ => {}
             }
         }
-        if let Some(model) = &self.model
+        if let Some(model) = self.models.model()
             && model.context_window > 0
         {
             let known =
