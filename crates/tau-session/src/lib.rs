@@ -15,6 +15,7 @@ pub mod retry;
 mod session;
 mod startup;
 pub mod tokens;
+pub mod tool_selection;
 
 // The session store and the file locations are their own crate.
 pub use tau_store::{self as store, paths};

@@ -4,13 +4,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tau_agent::{AgentMessage, InterruptMode, QueueMode, RunSpec};
-use tau_ai::provider::{CancellationToken, HttpClient, StreamOptions};
+use tau_ai::provider::{HttpClient, StreamOptions};
 use tau_ai::registry::Registry;
 use tau_ai::{ImageContent, TextContent, UserContent, UserContentBlock, UserMessage};
 use tau_ai::{Model, ThinkingLevel};
-use tokio::task::JoinHandle;
 
-use crate::conversation::{Conversation, Host, Queued};
+use crate::conversation::{Conversation, Queued};
 use crate::store::SessionStore;
 use crate::{
     BUILTIN_TOOL_NAMES, EventSink, HostToolDefinition, HostToolError, HostToolRegistry,
@@ -20,6 +19,7 @@ use crate::{
 mod bash;
 mod compact;
 mod files;
+mod runs;
 pub use bash::BashRun;
 pub use files::SessionStats;
 
@@ -117,18 +117,6 @@ pub struct Launch {
     prompt: AgentMessage,
 }
 
-/// The run in progress.
-#[derive(Debug)]
-struct ActiveRun {
-    cancel: CancellationToken,
-    handle: JoinHandle<()>,
-    /// Cleared when the run has ended (`agent_end` written), before its task writes
-    /// `agent_settled` and exits: from then on a new prompt starts a new run.
-    running: Arc<std::sync::atomic::AtomicBool>,
-    /// The task has written an `agent_end` (see [`Host`]).
-    ended: Arc<std::sync::atomic::AtomicBool>,
-}
-
 /// One conversation.
 #[derive(Debug)]
 pub struct AgentSession {
@@ -137,7 +125,8 @@ pub struct AgentSession {
     config: SessionConfig,
     client: Option<HttpClient>,
     conversation: Arc<Conversation>,
-    active: Option<ActiveRun>,
+    /// The run task, if one is under way.
+    runs: runs::Runs,
     host_bridge: Arc<crate::HostToolBridge>,
     /// Context files, read once at startup.
     context_files: Vec<(PathBuf, String)>,
@@ -185,7 +174,7 @@ impl AgentSession {
         let mut session = Self {
             conversation,
             client: None,
-            active: None,
+            runs: runs::Runs::default(),
             host_bridge: Arc::new(crate::HostToolBridge::default()),
             // An opened session reads them when it settles, as a switched-to one does.
             resources: if opening.is_some() {
@@ -281,40 +270,15 @@ impl AgentSession {
     }
     /// True from the moment a prompt is accepted until its run has ended.
     pub fn is_streaming(&self) -> bool {
-        self.active
-            .as_ref()
-            .is_some_and(|run| run.running.load(std::sync::atomic::Ordering::Acquire))
-    }
-
-    /// The active run's task has written its `agent_end` and is doing post-run work.
-    fn in_post_run(&self) -> bool {
-        self.active.as_ref().is_some_and(|run| {
-            run.running.load(std::sync::atomic::Ordering::Acquire)
-                && run.ended.load(std::sync::atomic::Ordering::Acquire)
-        })
+        self.runs.is_streaming()
     }
 
     /// Returns when the active run's task has finished (never, while there is none: meant
     /// for a `select!` that waits to offer a held prompt again). Cancel-safe.
     pub async fn run_finished(&mut self) {
-        match self.active.as_mut() {
-            Some(run) => {
-                let _ = (&mut run.handle).await;
-                self.active = None;
-            }
-            None => std::future::pending().await,
-        }
+        self.runs.finished().await;
     }
 
-    /// Waits for an ended run's task to write its last event, so a new run's events never
-    /// interleave with it.
-    async fn reap(&mut self) {
-        if !self.is_streaming()
-            && let Some(run) = self.active.take()
-        {
-            let _ = run.handle.await;
-        }
-    }
     /// True while a compaction summarises.
     pub fn is_compacting(&self) -> bool {
         self.conversation.lock().compacting
@@ -492,89 +456,6 @@ impl AgentSession {
     }
 }
 
-/// After a run: when its last reply failed in a way worth retrying (rpc.md §9) and attempts
-/// remain, announces the retry, takes the failed reply out of the in-memory context (the
-/// session file keeps it), waits out the back-off and says to run again. A series that ends
-/// without success is closed with `auto_retry_end`.
-async fn retry_after_failure(
-    host: &Host,
-    added: &[AgentMessage],
-    run_cancel: &CancellationToken,
-) -> bool {
-    let Some(AgentMessage::Assistant(last)) = added.last() else {
-        return false;
-    };
-    let error = last.error_message.clone().unwrap_or_default();
-    let close = |attempt: Option<u32>, final_error: String| async move {
-        if let Some(attempt) = attempt {
-            host.events
-                .emit(SessionEvent::AutoRetryEnd {
-                    success: false,
-                    attempt,
-                    final_error: Some(final_error),
-                })
-                .await;
-        }
-    };
-    if last.stop_reason != tau_ai::StopReason::Error {
-        if last.stop_reason == tau_ai::StopReason::Aborted {
-            let attempt = host.conversation.lock().retry.failed();
-            close(attempt, "Retry cancelled".into()).await;
-        }
-        return false;
-    }
-    let retryable = crate::retry::is_retryable_reply(last, host.context_window);
-    let scheduled = if retryable {
-        // The provider's `retry-after` header, else a delay named in the error text.
-        let retry_after = last
-            .retry_after_ms
-            .map(std::time::Duration::from_millis)
-            .or_else(|| crate::retry::retry_after_from_message(&error));
-        host.conversation
-            .lock()
-            .retry
-            .schedule(&host.retry, retry_after)
-    } else {
-        None
-    };
-    let Some(scheduled) = scheduled else {
-        let attempt = host.conversation.lock().retry.failed();
-        close(attempt, error).await;
-        return false;
-    };
-    // Armed before `auto_retry_start` is written: a host that answers it with `abort_retry`
-    // at once must find the back-off to cancel.
-    let sleep_cancel = CancellationToken::new();
-    {
-        let mut state = host.conversation.lock();
-        if matches!(state.messages.last(), Some(AgentMessage::Assistant(a)) if a.stop_reason == tau_ai::StopReason::Error)
-        {
-            state.messages.pop();
-        }
-        state.retry_sleep = Some(sleep_cancel.clone());
-    }
-    host.events
-        .emit(SessionEvent::AutoRetryStart {
-            attempt: scheduled.attempt,
-            max_attempts: scheduled.max_attempts,
-            delay_ms: u64::try_from(scheduled.delay.as_millis()).unwrap_or(u64::MAX),
-            error_message: error,
-        })
-        .await;
-    let cancelled = tokio::select! {
-        () = tokio::time::sleep(scheduled.delay) => false,
-        () = run_cancel.cancelled() => true,
-        () = sleep_cancel.cancelled() => true,
-    };
-    host.conversation.lock().retry_sleep = None;
-    if cancelled {
-        let attempt = host.conversation.lock().retry.failed();
-        close(attempt, "Retry cancelled".into()).await;
-        return false;
-    }
-    true
-}
-
 /// Builds a user message from a prompt's text and images (pi always writes the block form).
 fn user_message(text: &str, images: Vec<ImageContent>) -> AgentMessage {
     let mut content = vec![UserContentBlock::Text(TextContent {
@@ -600,8 +481,8 @@ impl AgentSession {
         images: Vec<ImageContent>,
         queue_as: Option<QueueAs>,
     ) -> Result<PromptOutcome, SessionError> {
-        self.reap().await;
-        if queue_as.is_none() && self.in_post_run() {
+        self.runs.reap().await;
+        if queue_as.is_none() && self.runs.in_post_run() {
             return Ok(PromptOutcome::Held);
         }
         let text = &self.expand_input(text).await;
@@ -719,60 +600,18 @@ impl AgentSession {
             },
         };
         let summarizer = self.summarizer().ok();
-        let cancel = CancellationToken::new();
         let mut retry = crate::retry::RetrySettings::from_settings(&self.settings);
         retry.enabled &= self.auto_retry;
-        let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let host = Host {
-            conversation: Arc::clone(&self.conversation),
-            events: self.events.clone(),
-            retry,
-            context_window: spec.model.context_window,
-            ended: Arc::clone(&ended),
-        };
-        let run_cancel = cancel.clone();
-        let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let run_flag = Arc::clone(&running);
-        self.conversation.lock().run_active = true;
-        let handle = tokio::spawn(async move {
-            let mut prompts = prompts;
-            let mut overflow_retried = false;
-            loop {
-                let added = tau_agent::run(&spec, prompts, &host, &run_cancel).await;
-                // A retry, or a compaction after an overflow, continues from the context as it
-                // is (the failed reply removed).
-                prompts = Vec::new();
-                if retry_after_failure(&host, &added, &run_cancel).await {
-                    continue;
-                }
-                if let Some(summarizer) = &summarizer
-                    && compact::after_run(
-                        &host,
-                        summarizer,
-                        &added,
-                        &mut overflow_retried,
-                        &run_cancel,
-                    )
-                    .await
-                {
-                    continue;
-                }
-                break;
-            }
-            bash::flush_held_back(&host.conversation);
-            run_flag.store(false, std::sync::atomic::Ordering::Release);
-            host.events
-                .emit(SessionEvent::AgentSettled {
-                    aborted: run_cancel.is_cancelled(),
-                })
-                .await;
-        });
-        self.active = Some(ActiveRun {
-            cancel,
-            handle,
-            running,
-            ended,
-        });
+        self.runs.start(
+            spec,
+            prompts,
+            runs::RunServices {
+                conversation: Arc::clone(&self.conversation),
+                events: self.events.clone(),
+                retry,
+                summarizer,
+            },
+        );
     }
 
     /// Routes host-tool replies to waiting calls.
@@ -808,33 +647,18 @@ impl AgentSession {
     /// `--tools` / `--exclude-tools` / `--no-tools` / `--no-builtin-tools` select), then the
     /// active host tools.
     fn run_tools(&self) -> Vec<Arc<dyn tau_agent::AgentTool>> {
-        let config = &self.config;
-        let allowed = |name: &str| -> bool {
-            let listed = match &config.tools {
-                Some(list) => list.iter().any(|t| t.trim() == name),
-                None => !config.no_tools,
-            };
-            listed && !config.exclude_tools.iter().any(|t| t.trim() == name)
-        };
+        let selection = crate::tool_selection::ToolSelection::of(&self.config);
         let env = Arc::new(self.tool_env());
-        let builtin_active = |name: &str| match &config.tools {
-            Some(_) => allowed(name),
-            None => {
-                !config.no_builtin_tools
-                    && tau_tools::DEFAULT_ACTIVE_TOOLS.contains(&name)
-                    && allowed(name)
-            }
-        };
-        let mut tools: Vec<Arc<dyn tau_agent::AgentTool>> = tau_tools::BUILTIN_TOOLS
-            .iter()
-            .filter(|name| builtin_active(name))
+        let mut tools: Vec<Arc<dyn tau_agent::AgentTool>> = selection
+            .builtin()
+            .into_iter()
             .filter_map(|name| tau_tools::builtin_tool(name, &env))
             .collect();
         tools.extend(
             self.host_tools
                 .tools()
                 .iter()
-                .filter(|t| t.active && allowed(&t.name))
+                .filter(|t| t.active && selection.allows(&t.name))
                 .map(|t| {
                     Arc::new(crate::HostTool::new(
                         t.clone(),
@@ -849,17 +673,12 @@ impl AgentSession {
     /// Aborts the active run and waits until it has emitted its last events. Queues are
     /// left as they are (decision 10).
     pub async fn abort(&mut self) {
-        if let Some(run) = self.active.take() {
-            run.cancel.cancel();
-            let _ = run.handle.await;
-        }
+        self.runs.abort().await;
     }
 
     /// Waits for the active run to end on its own (stdin closed: finish pending work).
     pub async fn wait_idle(&mut self) {
-        if let Some(run) = self.active.take() {
-            let _ = run.handle.await;
-        }
+        self.runs.wait_idle().await;
     }
 
     /// The system prompt for the tools a run offers (tools-resources §2).

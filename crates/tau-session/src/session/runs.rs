@@ -1,0 +1,249 @@
+//! The run task of a session: starting it, what it does after the agent loop returns
+//! (automatic retry, compaction, the held-back `bash` results, `agent_settled`), and how
+//! the session asks about it (streaming, post-run work), waits for it or aborts it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tau_agent::{AgentMessage, RunSpec};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::{bash, compact};
+use crate::conversation::{Conversation, Host};
+use crate::retry::RetrySettings;
+use crate::{EventSink, SessionEvent};
+
+/// The run in progress.
+#[derive(Debug)]
+struct ActiveRun {
+    cancel: CancellationToken,
+    handle: JoinHandle<()>,
+    /// Cleared when the run has ended (`agent_end` written), before its task writes
+    /// `agent_settled` and exits: from then on a new prompt starts a new run.
+    running: Arc<std::sync::atomic::AtomicBool>,
+    /// The task has written an `agent_end` (see [`Host`]).
+    ended: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// What a run task needs besides its spec and prompts.
+pub(crate) struct RunServices {
+    pub conversation: Arc<Conversation>,
+    pub events: EventSink,
+    /// Automatic retry as set when the run starts.
+    pub retry: RetrySettings,
+    /// Compaction's summariser, when the model has credentials.
+    pub summarizer: Option<compact::Summarizer>,
+}
+
+/// The session's run task, if one is under way.
+#[derive(Debug, Default)]
+pub(crate) struct Runs {
+    active: Option<ActiveRun>,
+}
+
+impl Runs {
+    /// True from the moment a prompt is accepted until its run has ended.
+    pub fn is_streaming(&self) -> bool {
+        self.active
+            .as_ref()
+            .is_some_and(|run| run.running.load(Ordering::Acquire))
+    }
+
+    /// The task has written its `agent_end` and is doing post-run work.
+    pub fn in_post_run(&self) -> bool {
+        self.active.as_ref().is_some_and(|run| {
+            run.running.load(Ordering::Acquire) && run.ended.load(Ordering::Acquire)
+        })
+    }
+
+    /// Returns when the task has finished (never, while there is none). Cancel-safe.
+    pub async fn finished(&mut self) {
+        match self.active.as_mut() {
+            Some(run) => {
+                let _ = (&mut run.handle).await;
+                self.active = None;
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Waits for an ended run's task to write its last event, so a new run's events never
+    /// interleave with it.
+    pub async fn reap(&mut self) {
+        if !self.is_streaming()
+            && let Some(run) = self.active.take()
+        {
+            let _ = run.handle.await;
+        }
+    }
+
+    /// Cancels the task and waits until it has written its last events.
+    pub async fn abort(&mut self) {
+        if let Some(run) = self.active.take() {
+            run.cancel.cancel();
+            let _ = run.handle.await;
+        }
+    }
+
+    /// Waits for the task to end on its own.
+    pub async fn wait_idle(&mut self) {
+        if let Some(run) = self.active.take() {
+            let _ = run.handle.await;
+        }
+    }
+
+    /// Starts a run of `prompts` on its own task.
+    pub fn start(&mut self, spec: RunSpec, prompts: Vec<AgentMessage>, services: RunServices) {
+        let cancel = CancellationToken::new();
+        let running = Arc::new(AtomicBool::new(true));
+        let ended = Arc::new(AtomicBool::new(false));
+        let host = Host {
+            conversation: services.conversation,
+            events: services.events,
+            retry: services.retry,
+            context_window: spec.model.context_window,
+            ended: Arc::clone(&ended),
+        };
+        host.conversation.lock().run_active = true;
+        let handle = tokio::spawn(drive(
+            spec,
+            prompts,
+            host,
+            services.summarizer,
+            cancel.clone(),
+            Arc::clone(&running),
+        ));
+        self.active = Some(ActiveRun {
+            cancel,
+            handle,
+            running,
+            ended,
+        });
+    }
+}
+
+/// The task: the agent loop, again after a retry or an overflow's compaction, then the
+/// post-run work and `agent_settled`.
+async fn drive(
+    spec: RunSpec,
+    mut prompts: Vec<AgentMessage>,
+    host: Host,
+    summarizer: Option<compact::Summarizer>,
+    run_cancel: CancellationToken,
+    running: Arc<AtomicBool>,
+) {
+    let mut overflow_retried = false;
+    loop {
+        let added = tau_agent::run(&spec, prompts, &host, &run_cancel).await;
+        // A retry, or a compaction after an overflow, continues from the context as it is
+        // (the failed reply removed).
+        prompts = Vec::new();
+        if retry_after_failure(&host, &added, &run_cancel).await {
+            continue;
+        }
+        if let Some(summarizer) = &summarizer
+            && compact::after_run(
+                &host,
+                summarizer,
+                &added,
+                &mut overflow_retried,
+                &run_cancel,
+            )
+            .await
+        {
+            continue;
+        }
+        break;
+    }
+    bash::flush_held_back(&host.conversation);
+    running.store(false, Ordering::Release);
+    host.events
+        .emit(SessionEvent::AgentSettled {
+            aborted: run_cancel.is_cancelled(),
+        })
+        .await;
+}
+
+/// After a run: when its last reply failed in a way worth retrying (rpc.md §9) and attempts
+/// remain, announces the retry, takes the failed reply out of the in-memory context (the
+/// session file keeps it), waits out the back-off and says to run again. A series that ends
+/// without success is closed with `auto_retry_end`.
+async fn retry_after_failure(
+    host: &Host,
+    added: &[AgentMessage],
+    run_cancel: &CancellationToken,
+) -> bool {
+    let Some(AgentMessage::Assistant(last)) = added.last() else {
+        return false;
+    };
+    let error = last.error_message.clone().unwrap_or_default();
+    let close = |attempt: Option<u32>, final_error: String| async move {
+        if let Some(attempt) = attempt {
+            host.events
+                .emit(SessionEvent::AutoRetryEnd {
+                    success: false,
+                    attempt,
+                    final_error: Some(final_error),
+                })
+                .await;
+        }
+    };
+    if last.stop_reason != tau_ai::StopReason::Error {
+        if last.stop_reason == tau_ai::StopReason::Aborted {
+            let attempt = host.conversation.lock().retry.failed();
+            close(attempt, "Retry cancelled".into()).await;
+        }
+        return false;
+    }
+    let retryable = crate::retry::is_retryable_reply(last, host.context_window);
+    let scheduled = if retryable {
+        // The provider's `retry-after` header, else a delay named in the error text.
+        let retry_after = last
+            .retry_after_ms
+            .map(std::time::Duration::from_millis)
+            .or_else(|| crate::retry::retry_after_from_message(&error));
+        host.conversation
+            .lock()
+            .retry
+            .schedule(&host.retry, retry_after)
+    } else {
+        None
+    };
+    let Some(scheduled) = scheduled else {
+        let attempt = host.conversation.lock().retry.failed();
+        close(attempt, error).await;
+        return false;
+    };
+    // Armed before `auto_retry_start` is written: a host that answers it with `abort_retry`
+    // at once must find the back-off to cancel.
+    let sleep_cancel = CancellationToken::new();
+    {
+        let mut state = host.conversation.lock();
+        if matches!(state.messages.last(), Some(AgentMessage::Assistant(a)) if a.stop_reason == tau_ai::StopReason::Error)
+        {
+            state.messages.pop();
+        }
+        state.retry_sleep = Some(sleep_cancel.clone());
+    }
+    host.events
+        .emit(SessionEvent::AutoRetryStart {
+            attempt: scheduled.attempt,
+            max_attempts: scheduled.max_attempts,
+            delay_ms: u64::try_from(scheduled.delay.as_millis()).unwrap_or(u64::MAX),
+            error_message: error,
+        })
+        .await;
+    let cancelled = tokio::select! {
+        () = tokio::time::sleep(scheduled.delay) => false,
+        () = run_cancel.cancelled() => true,
+        () = sleep_cancel.cancelled() => true,
+    };
+    host.conversation.lock().retry_sleep = None;
+    if cancelled {
+        let attempt = host.conversation.lock().retry.failed();
+        close(attempt, "Retry cancelled".into()).await;
+        return false;
+    }
+    true
+}
