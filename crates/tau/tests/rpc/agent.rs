@@ -206,6 +206,7 @@ fn busy_prompt_steering_and_follow_up() {
     mock.push(Reply::text("after steer"));
     mock.push(Reply::text("after follow-up"));
     t.send(&json!({"id": "p", "type": "prompt", "message": "slow"}));
+    t.event("message_start");
     // The reply is streaming, so the run's first steering poll is behind us.
     t.event("message_update");
     let busy = t.request(json!({"type": "prompt", "message": "no behavior"}));
