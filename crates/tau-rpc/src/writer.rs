@@ -48,6 +48,7 @@ fn write_record<W: Write>(
             write_array(out, &array)?;
             out.write_all(&tail)?;
         }
+        Outbound::Record(record) => write_typed(out, &record)?,
         Outbound::Event(event) => {
             match event.as_ref() {
                 SessionEvent::Agent(AgentEvent::MessageUpdate {
@@ -66,18 +67,26 @@ fn write_record<W: Write>(
                 }) => renderer.end(),
                 _ => {}
             }
-            if let Err(err) = serde_json::to_writer(&mut *out, &event) {
-                if err.is_io() {
-                    return Err(io::Error::other(err));
-                }
-                // Not reachable with tau's event types (no non-string map keys); never write
-                // half a record, so this one is dropped and logged.
-                tracing::error!("dropping an event that failed to serialise: {err}");
-                return Ok(());
-            }
+            write_typed(out, &event)?;
         }
     }
     out.write_all(b"\n")
+}
+
+/// Serialises one typed record straight into the buffered output. A failure other than I/O
+/// is not reachable with tau's types (no non-string map keys); it is logged.
+fn write_typed<W: Write, T: serde::Serialize>(
+    out: &mut BufWriter<W>,
+    record: &T,
+) -> io::Result<()> {
+    match serde_json::to_writer(&mut *out, record) {
+        Err(err) if err.is_io() => Err(io::Error::other(err)),
+        Err(err) => {
+            tracing::error!("a record failed to serialise: {err}");
+            Ok(())
+        }
+        Ok(()) => Ok(()),
+    }
 }
 
 /// Writes `[e1,e2,…]`. A large array goes to the output in vectored writes straight from

@@ -116,6 +116,7 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
                     let line = match record {
                         Outbound::Line(line) => line,
                         Outbound::Event(event) => serde_json::to_vec(&event).unwrap(),
+                        Outbound::Record(record) => serde_json::to_vec(&record).unwrap(),
                         Outbound::Spliced { head, array, tail } => {
                             [head, array.to_vec(), tail].concat()
                         }

@@ -2,6 +2,7 @@
 //! them are active. Calling them is the agent loop's business.
 
 use serde_json::Value;
+use tau_protocol::rpc::OutboundRecord;
 pub use tau_protocol::{HostToolCall, HostToolCancel, HostToolDefinition, HostToolOutput};
 
 /// A validated host tool.
@@ -246,7 +247,7 @@ impl HostTool {
             arguments: Value::Object(arguments),
         };
         self.events
-            .emit_line(serde_json::to_vec(&frame).map_err(|e| e.to_string())?)
+            .emit_record(OutboundRecord::HostToolCall(frame))
             .await;
         loop {
             tokio::select! {
@@ -254,9 +255,7 @@ impl HostTool {
                 () = context.cancel.cancelled() => {
                     self.bridge.calls().remove(&id);
                     let cancel = HostToolCancel { id: new_frame_id(), target_id: id };
-                    if let Ok(line) = serde_json::to_vec(&cancel) {
-                        self.events.emit_line(line).await;
-                    }
+                    self.events.emit_record(OutboundRecord::HostToolCancel(cancel)).await;
                     return Err(aborted());
                 }
                 Some(update) = updates_rx.recv() => {

@@ -12,6 +12,8 @@ use crate::store::RawJsonArray;
 pub enum Outbound {
     /// An event, serialised by the writer.
     Event(Box<SessionEvent>),
+    /// Any other typed record (the host-tool frames), serialised by the writer.
+    Record(Box<tau_protocol::rpc::OutboundRecord>),
     /// A complete JSON record without its trailing newline.
     Line(Vec<u8>),
     /// A record written as `head`, `array`, `tail`: a large array (a session's messages
@@ -40,6 +42,11 @@ impl EventSink {
     /// process is already shutting down.
     pub async fn emit(&self, event: SessionEvent) {
         let _ = self.tx.send(Outbound::Event(Box::new(event))).await;
+    }
+
+    /// Queues a typed record other than an event.
+    pub async fn emit_record(&self, record: tau_protocol::rpc::OutboundRecord) {
+        let _ = self.tx.send(Outbound::Record(Box::new(record))).await;
     }
 
     /// Queues a pre-serialised record.
