@@ -480,7 +480,10 @@ async fn run(
                 )));
             }
         };
-        for event in decoder.feed(&chunk) {
+        let events = decoder
+            .feed(&chunk)
+            .map_err(|err| ProviderError::Network(err.to_string()))?;
+        for event in events {
             let flow = adapter.on_event(event, &mut ops)?;
             for op in ops.drain(..) {
                 emitter.apply(op).await?;
@@ -492,9 +495,6 @@ async fn run(
         if !emitter.wanted() {
             return Err(ProviderError::Aborted);
         }
-    }
-    for event in decoder.finish() {
-        adapter.on_event(event, &mut ops)?;
     }
     finish_adapter(adapter.as_mut(), emitter, &mut ops).await
 }
