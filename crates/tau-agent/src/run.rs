@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use futures_util::future::{BoxFuture, join_all};
-use serde_json::json;
+use serde_json::{Map, Value, json};
 use tau_ai::provider::{Context, HttpClient, StreamOptions, Tool, stream};
 use tau_ai::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, Message, Model, StopReason,
@@ -60,6 +60,15 @@ pub trait RunHost: Send + Sync {
     /// Whether the host will retry after this failed reply (`agent_end.willRetry`).
     fn will_retry(&self, _reply: &AssistantMessage) -> bool {
         false
+    }
+    /// A validated call is about to run (pi's `tool_call` extension event): returns the
+    /// arguments to run it with (possibly rewritten), or why it is blocked.
+    fn before_tool_call<'a>(
+        &'a self,
+        _call: &'a ToolCall,
+        arguments: Map<String, Value>,
+    ) -> BoxFuture<'a, Result<Map<String, Value>, String>> {
+        Box::pin(async move { Ok(arguments) })
     }
 }
 
@@ -156,6 +165,13 @@ pub async fn run(
 }
 
 async fn deliver(host: &dyn RunHost, message: AgentMessage, added: &mut Vec<AgentMessage>) {
+    add_whole_message(host, message.clone()).await;
+    added.push(message);
+}
+
+/// A message that exists whole at once (a prompt, a queued message, a tool result): its
+/// `message_start` and `message_end` back to back, then it joins the context.
+async fn add_whole_message(host: &dyn RunHost, message: AgentMessage) {
     host.emit(AgentEvent::MessageStart {
         message: message.clone(),
     })
@@ -164,8 +180,7 @@ async fn deliver(host: &dyn RunHost, message: AgentMessage, added: &mut Vec<Agen
         message: message.clone(),
     })
     .await;
-    host.push_message(message.clone());
-    added.push(message);
+    host.push_message(message);
 }
 
 /// Streams one assistant reply, emitting its message events; the final message is also
@@ -210,17 +225,7 @@ async fn stream_reply(
             }
             AssistantMessageEvent::Done { message, .. }
             | AssistantMessageEvent::Error { error: message, .. } => {
-                if !started {
-                    host.emit(AgentEvent::MessageStart {
-                        message: AgentMessage::Assistant(message.clone()),
-                    })
-                    .await;
-                }
-                host.push_message(AgentMessage::Assistant(message.clone()));
-                host.emit(AgentEvent::MessageEnd {
-                    message: AgentMessage::Assistant(message.clone()),
-                })
-                .await;
+                end_reply(host, &message, started).await;
                 return message;
             }
             update => {
@@ -245,6 +250,13 @@ async fn stream_reply(
     } else {
         "The provider stream ended without a result".into()
     });
+    end_reply(host, &message, started).await;
+    message
+}
+
+/// Closes a streamed reply: its `message_start` if the stream never sent one (it failed
+/// before starting), the final message into the context, then `message_end`.
+async fn end_reply(host: &dyn RunHost, message: &AssistantMessage, started: bool) {
     if !started {
         host.emit(AgentEvent::MessageStart {
             message: AgentMessage::Assistant(message.clone()),
@@ -256,7 +268,6 @@ async fn stream_reply(
         message: AgentMessage::Assistant(message.clone()),
     })
     .await;
-    message
 }
 
 fn empty_reply(model: &Model) -> AssistantMessage {
@@ -311,8 +322,13 @@ async fn execute_tools(
             Some(_) if cancel.is_cancelled() => Err("Operation aborted".to_string()),
             Some(tool) => {
                 let prepared = tool.prepare_arguments(call.arguments.clone());
-                crate::validate_arguments(tool.name(), tool.parameters(), &prepared)
-                    .map(|arguments| (Arc::clone(tool), arguments))
+                match crate::validate_arguments(tool.name(), tool.parameters(), &prepared) {
+                    Ok(arguments) => host
+                        .before_tool_call(call, arguments)
+                        .await
+                        .map(|arguments| (Arc::clone(tool), arguments)),
+                    Err(message) => Err(message),
+                }
             }
         };
         match prepared {
@@ -338,27 +354,13 @@ async fn execute_tools(
             let outcome = loop {
                 tokio::select! {
                     biased;
-                    Some(partial) = rx.recv() => {
-                        host.emit(AgentEvent::ToolExecutionUpdate {
-                            tool_call_id: call.id.clone(),
-                            tool_name: call.name.clone(),
-                            args: json!(call.arguments),
-                            partial_result: partial,
-                        })
-                        .await;
-                    }
+                    Some(partial) = rx.recv() => update_event(host, call, partial).await,
                     outcome = &mut execution => break outcome,
                 }
             };
             // Progress sent in the same poll that finished the tool is still reported.
             while let Ok(partial) = rx.try_recv() {
-                host.emit(AgentEvent::ToolExecutionUpdate {
-                    tool_call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    args: json!(call.arguments),
-                    partial_result: partial,
-                })
-                .await;
+                update_event(host, call, partial).await;
             }
             use std::sync::atomic::Ordering;
             let (result, is_error) = if interrupted.load(Ordering::Acquire) {
@@ -398,19 +400,20 @@ async fn execute_tools(
             is_error,
             timestamp: tau_ai::now_ms(),
         };
-        let agent_message = AgentMessage::ToolResult(message.clone());
-        host.emit(AgentEvent::MessageStart {
-            message: agent_message.clone(),
-        })
-        .await;
-        host.emit(AgentEvent::MessageEnd {
-            message: agent_message.clone(),
-        })
-        .await;
-        host.push_message(agent_message);
+        add_whole_message(host, AgentMessage::ToolResult(message.clone())).await;
         results.push(message);
     }
     (results, terminate)
+}
+
+async fn update_event(host: &dyn RunHost, call: &ToolCall, partial: AgentToolResult) {
+    host.emit(AgentEvent::ToolExecutionUpdate {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        args: json!(call.arguments),
+        partial_result: partial,
+    })
+    .await;
 }
 
 async fn end_event(host: &dyn RunHost, call: &ToolCall, result: &AgentToolResult, is_error: bool) {

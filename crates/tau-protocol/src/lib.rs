@@ -12,6 +12,7 @@ mod agent_event;
 mod agent_message;
 mod assistant_event;
 pub mod content;
+pub mod extension;
 mod host_tools;
 mod message;
 mod model;

@@ -10,5 +10,5 @@ pub mod snapshot;
 pub use tau_protocol::rpc as wire;
 pub mod writer;
 
-pub use server::{ExitReason, RpcServer, serve};
+pub use server::{ExitReason, LoadedExtensions, RpcServer, serve};
 pub use snapshot::UpdateShape;

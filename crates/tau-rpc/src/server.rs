@@ -50,6 +50,42 @@ struct HeldPrompt {
     images: Option<Vec<ImageContent>>,
 }
 
+/// Cuts off the extension calls the input loop itself is waiting on (an `input` or
+/// `before_agent_start` handler): the stdin reader fires it when it reads an `abort`, which the
+/// loop could not otherwise read while it waits.
+#[derive(Debug, Default)]
+pub struct LoopInterrupt {
+    token: std::sync::Mutex<tokio_util::sync::CancellationToken>,
+}
+
+impl LoopInterrupt {
+    /// The token for the calls about to be made.
+    fn current(&self) -> tokio_util::sync::CancellationToken {
+        match self.token.lock() {
+            Ok(mut token) => {
+                if token.is_cancelled() {
+                    *token = tokio_util::sync::CancellationToken::new();
+                }
+                token.clone()
+            }
+            Err(_) => tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
+    fn interrupt(&self) {
+        if let Ok(token) = self.token.lock() {
+            token.cancel();
+        }
+    }
+}
+
+/// Extensions loaded before the server starts, and what connects them to it.
+pub struct LoadedExtensions {
+    pub set: std::sync::Arc<tau_extensions::Extensions>,
+    pub actions: mpsc::UnboundedReceiver<tau_extensions::ActionRequest>,
+    pub outlet: std::sync::Arc<tau_session::ExtensionOutlet>,
+}
+
 /// Answers commands for one session.
 pub struct RpcServer {
     session: AgentSession,
@@ -59,6 +95,7 @@ pub struct RpcServer {
     /// Records that came after the held prompt, handled after it so that the host's order is
     /// kept. Only what must act at once (aborts, host-tool and UI replies) skips the line.
     backlog: std::collections::VecDeque<Inbound>,
+    interrupt: std::sync::Arc<LoopInterrupt>,
 }
 
 impl RpcServer {
@@ -69,6 +106,7 @@ impl RpcServer {
             version: version.to_string(),
             held: None,
             backlog: std::collections::VecDeque::new(),
+            interrupt: std::sync::Arc::default(),
         }
     }
 
@@ -115,12 +153,24 @@ impl RpcServer {
         }
     }
 
+    /// While extensions start up, records wait (except those that act at once: dialog
+    /// replies, aborts).
+    pub async fn defer_line(&mut self, line: &[u8]) {
+        let inbound = parse_line(line);
+        if acts_at_once(&inbound) {
+            self.handle_inbound(inbound).await;
+        } else {
+            self.backlog.push_back(inbound);
+        }
+    }
+
     async fn handle_inbound(&mut self, inbound: Inbound) {
         match inbound {
             Inbound::Command { id, command } => {
                 if let Some(reply) = self.dispatch(id, command).await {
                     self.sink.emit_line(reply).await;
                 }
+                self.session.refresh_extension_state();
             }
             Inbound::Rejected(response) => self.sink.emit_line(response.to_line()).await,
             Inbound::HostToolResult(frame) => self.session.host_bridge().resolve(
@@ -133,11 +183,159 @@ impl RpcServer {
                     .host_bridge()
                     .update(&frame.id, frame.partial_result);
             }
-            // No dialog can be pending before extensions exist; pi ignores responses whose id
-            // matches nothing.
-            Inbound::UiResponse(_) => {}
+            // Routed to the dialog it answers; pi ignores responses whose id matches nothing.
+            Inbound::UiResponse(response) => {
+                if let Some(extensions) = self.session.extensions() {
+                    extensions.resolve_ui(&response);
+                }
+            }
             Inbound::Ignored => {}
         }
+    }
+
+    /// Carries out an extension's `action` frame (docs/extensions.md §4) and answers it.
+    pub async fn apply_action(&mut self, request: tau_extensions::ActionRequest) {
+        let fields = &request.frame.fields;
+        let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_string);
+        let outcome: Result<Value, String> = match request.frame.action.as_str() {
+            "set_session_name" => match text("name") {
+                Some(name) => self
+                    .session
+                    .set_session_name(&name)
+                    .await
+                    .map(|()| Value::Null)
+                    .map_err(|e| e.to_string()),
+                None => Err("set_session_name needs a name".into()),
+            },
+            "append_entry" => match text("customType") {
+                Some(custom_type) => self
+                    .session
+                    .append_custom_entry(&custom_type, fields.get("data").cloned())
+                    .map(|id| json!({ "id": id }))
+                    .map_err(|e| e.to_string()),
+                None => Err("append_entry needs a customType".into()),
+            },
+            "set_label" => match text("entryId") {
+                Some(entry) => self
+                    .session
+                    .set_label(&entry, text("label").as_deref())
+                    .map(|()| Value::Null)
+                    .map_err(|e| e.to_string()),
+                None => Err("set_label needs an entryId".into()),
+            },
+            "set_thinking_level" => match text("level").and_then(|l| l.parse().ok()) {
+                Some(level) => {
+                    self.session.set_thinking_level(level).await;
+                    Ok(Value::Null)
+                }
+                None => Err("set_thinking_level needs a valid level".into()),
+            },
+            "set_model" => match (text("provider"), text("modelId")) {
+                (Some(provider), Some(model)) => Ok(Value::Bool(
+                    self.session.set_model(&provider, &model).await.is_ok(),
+                )),
+                _ => Err("set_model needs a provider and a modelId".into()),
+            },
+            "send_user_message" => self.send_user_message(fields).await,
+            "abort" => {
+                self.session.abort().await;
+                Ok(Value::Null)
+            }
+            other => Err(format!(
+                "tau does not support the extension action \"{other}\" yet"
+            )),
+        };
+        if let (Err(error), None) = (&outcome, &request.frame.id) {
+            // Nobody waits for the answer: the failure is reported as pi reports a rejected
+            // fire-and-forget call.
+            if let Some(extensions) = self.session.extensions() {
+                extensions
+                    .report(&request.extension, &request.frame.action, error)
+                    .await;
+            }
+        }
+        request.reply(outcome);
+        self.session.refresh_extension_state();
+    }
+
+    /// `pi.sendUserMessage` (ext §7.5): a prompt from the extension; while a run streams it
+    /// needs `deliverAs`.
+    async fn send_user_message(
+        &mut self,
+        fields: &serde_json::Map<String, Value>,
+    ) -> Result<Value, String> {
+        let (text, images) = match fields.get("content") {
+            Some(Value::String(text)) => (text.clone(), Vec::new()),
+            Some(Value::Array(blocks)) => {
+                let mut texts = Vec::new();
+                let mut images = Vec::new();
+                for block in blocks {
+                    match block.get("type").and_then(Value::as_str) {
+                        Some("text") => texts.push(
+                            block
+                                .get("text")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default(),
+                        ),
+                        Some("image") => {
+                            if let Ok(image) = serde_json::from_value(block.clone()) {
+                                images.push(image);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                (texts.join("\n"), images)
+            }
+            _ => return Err("send_user_message needs content".into()),
+        };
+        let queue_as = match fields.get("deliverAs").and_then(Value::as_str) {
+            Some("steer") => Some(QueueAs::Steer),
+            Some("followUp") => Some(QueueAs::FollowUp),
+            _ => None,
+        };
+        match self.session.prompt(&text, images, queue_as).await {
+            Ok(PromptOutcome::Start(launch)) => {
+                self.session.launch(*launch);
+                Ok(Value::Null)
+            }
+            Ok(PromptOutcome::Queued) => Ok(Value::Null),
+            Ok(PromptOutcome::Held) => Err(SessionError::Busy.to_string()),
+            Err(err) => Err(err.to_string()),
+        }
+    }
+
+    /// The extension command a prompt invokes (`/name args`, ext §6.1), if any.
+    fn extension_command(&self, text: &str) -> Option<(tau_extensions::CommandInfo, String)> {
+        let rest = text.strip_prefix('/')?;
+        let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
+        let command = self
+            .session
+            .extensions()?
+            .commands()
+            .into_iter()
+            .find(|c| c.name == name)?;
+        Some((command, args.to_string()))
+    }
+
+    /// Runs an extension command beside the input loop (its handler may open dialogs whose
+    /// replies come through it); the `prompt` response follows when the handler settles, as
+    /// in pi.
+    fn run_extension_command(
+        &self,
+        id: Option<Value>,
+        name: &'static str,
+        command: tau_extensions::CommandInfo,
+        args: String,
+    ) {
+        let Some(extensions) = self.session.extensions().cloned() else {
+            return;
+        };
+        let sink = self.sink.clone();
+        tokio::spawn(async move {
+            extensions.run_command(&command, &args, None).await;
+            sink.emit_line(done(id, name)).await;
+        });
     }
 
     /// xcsh's health report, from configuration only: tau makes no network call to answer it
@@ -194,6 +392,39 @@ impl RpcServer {
         images: Option<Vec<ImageContent>>,
         queue_as: Option<QueueAs>,
     ) -> Option<Vec<u8>> {
+        let extensions = self.session.extensions().cloned();
+        let mut text = std::borrow::Cow::Borrowed(text);
+        let mut images = images;
+        if let Some(extensions) = &extensions
+            && extensions.subscribed("input")
+        {
+            let behavior = self.session.is_streaming().then_some(match queue_as {
+                Some(QueueAs::Steer) => "steer",
+                _ => "followUp",
+            });
+            let outcome = tau_session::extension_hooks::input(
+                extensions,
+                text.to_string(),
+                images.take().unwrap_or_default(),
+                "rpc",
+                behavior,
+                &self.interrupt.current(),
+            )
+            .await;
+            match outcome {
+                tau_session::extension_hooks::InputOutcome::Handled => {
+                    return Some(done(id, name));
+                }
+                tau_session::extension_hooks::InputOutcome::Continue {
+                    text: changed,
+                    images: changed_images,
+                } => {
+                    text = std::borrow::Cow::Owned(changed);
+                    images = (!changed_images.is_empty()).then_some(changed_images);
+                }
+            }
+        }
+        let text = text.as_ref();
         let kept_images = images.clone();
         match self
             .session
@@ -217,7 +448,21 @@ impl RpcServer {
                     disposition: Disposition::Queued,
                 },
             )),
-            Ok(PromptOutcome::Start(launch)) => {
+            Ok(PromptOutcome::Start(mut launch)) => {
+                if let Some(extensions) = &extensions
+                    && extensions.subscribed("before_agent_start")
+                {
+                    let (prompt, images) = launch.prompt();
+                    let changes = tau_session::extension_hooks::before_agent_start(
+                        extensions,
+                        &prompt,
+                        &images,
+                        self.session.current_system_prompt(),
+                        &self.interrupt.current(),
+                    )
+                    .await;
+                    launch.apply(changes);
+                }
                 self.sink
                     .emit_line(ok(
                         id,
@@ -255,6 +500,10 @@ impl RpcServer {
             RpcCommand::Prompt(c) => {
                 if let Some(locale) = &c.locale {
                     self.session.set_locale(locale);
+                }
+                if let Some((command, args)) = self.extension_command(&c.message) {
+                    self.run_extension_command(id, name, command, args);
+                    return None;
                 }
                 let queue_as = c.streaming_behavior.map(|b| match b {
                     StreamingBehavior::Steer => QueueAs::Steer,
@@ -327,6 +576,18 @@ impl RpcServer {
     /// Commands answered by one response line.
     async fn dispatch_simple(&mut self, id: Option<Value>, command: RpcCommand) -> Vec<u8> {
         let name = command.name();
+        if let RpcCommand::Steer(c) | RpcCommand::FollowUp(c) = &command
+            && let Some((extension_command, _)) = self.extension_command(&c.message)
+        {
+            return fail(
+                id,
+                name,
+                format!(
+                    "Extension command \"/{}\" cannot be queued. Use prompt() or execute the command when not streaming.",
+                    extension_command.name
+                ),
+            );
+        }
         let session = &mut self.session;
         match command {
             RpcCommand::Steer(c) | RpcCommand::FollowUp(c) => {
@@ -507,7 +768,14 @@ impl RpcServer {
                 Ok(result) => ok(id, name, &result),
                 Err(err) => fail(id, name, err),
             },
-            RpcCommand::GetCommands(_) => ok(id, name, &commands_of(self.session.resources())),
+            RpcCommand::GetCommands(_) => ok(
+                id,
+                name,
+                &commands_of(
+                    self.session.extensions().map(|e| e.commands()),
+                    self.session.resources(),
+                ),
+            ),
         }
     }
 }
@@ -636,6 +904,7 @@ pub async fn serve<I, O>(
     version: &str,
     shape: crate::UpdateShape,
     make_session: impl FnOnce(EventSink) -> AgentSession,
+    extensions: Option<LoadedExtensions>,
     shutdown: impl Future<Output = i32>,
 ) -> ExitReason
 where
@@ -661,15 +930,47 @@ where
     sink.emit_line(serde_json::to_vec(&ready).unwrap_or_default())
         .await;
 
-    let mut server = RpcServer::new(make_session(sink.clone()), sink, version);
+    let mut session = make_session(sink.clone());
+    let (mut actions, mut startup) = match extensions {
+        Some(loaded) => {
+            loaded.outlet.attach(sink.clone()).await;
+            session.set_extensions(std::sync::Arc::clone(&loaded.set));
+            // `session_start` runs beside the input loop (decision 9): a dialog it opens
+            // can be answered. Commands wait for it, as pi reads none before it ends.
+            let set = loaded.set;
+            let startup = tokio::spawn(async move {
+                tau_session::extension_hooks::notify(
+                    &set,
+                    json!({"type": "session_start", "reason": "startup"}),
+                )
+                .await;
+            });
+            (Some(loaded.actions), Some(startup))
+        }
+        None => (None, None),
+    };
+    let mut server = RpcServer::new(session, sink, version);
 
     let (in_tx, mut in_rx) = mpsc::channel::<Vec<u8>>(INBOUND_CAPACITY);
+    let early = server
+        .session()
+        .extensions()
+        .cloned()
+        .map(|extensions| EarlyRoutes {
+            extensions,
+            interrupt: std::sync::Arc::clone(&server.interrupt),
+        });
     let reader = std::thread::Builder::new()
         .name("tau-stdin".into())
         .spawn(move || {
             for line in LineReader::new(BufReader::with_capacity(64 * 1024, input)) {
                 match line {
                     Ok(line) => {
+                        if let Some(early) = &early
+                            && early.take(&line)
+                        {
+                            continue;
+                        }
                         if in_tx.blocking_send(line).is_err() {
                             break;
                         }
@@ -693,17 +994,42 @@ where
             code = &mut shutdown => break ExitReason::Signal(code),
             _ = &mut failed_rx => break ExitReason::OutputFailed,
             () = server.run_finished(), if server.holds_prompt() => server.release_held().await,
+            _ = async { if let Some(task) = startup.as_mut() { let _ = task.await; } },
+                if startup.is_some() => {
+                startup = None;
+                server.release_held().await;
+            }
+            Some(action) = async {
+                match actions.as_mut() {
+                    Some(actions) => actions.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => server.apply_action(action).await,
             line = in_rx.recv() => match line {
+                Some(line) if startup.is_some() => server.defer_line(&line).await,
                 Some(line) => server.handle_line(&line).await,
                 None => break ExitReason::InputClosed,
             },
         }
     };
+    if let Some(task) = startup {
+        let _ = task.await;
+    }
 
     match reason {
         ExitReason::InputClosed => server.finish().await,
         ExitReason::Signal(_) => server.stop().await,
         ExitReason::OutputFailed => {}
+    }
+    if let Some(extensions) = server.session().extensions().cloned() {
+        if reason != ExitReason::OutputFailed {
+            tau_session::extension_hooks::notify(
+                &extensions,
+                json!({"type": "session_shutdown", "reason": "quit"}),
+            )
+            .await;
+        }
+        extensions.shutdown();
     }
     // Closing the last sender lets the writer drain what is queued and flush.
     drop(server);
@@ -717,9 +1043,25 @@ where
     reason
 }
 
-/// `get_commands`: prompt templates, then skills (tau runs no extensions, so none of their
-/// commands).
-fn commands_of(resources: &tau_session::resources::Resources) -> Value {
+/// `get_commands`: extension commands, then prompt templates, then skills (ext §6.2).
+fn commands_of(
+    extension_commands: Option<Vec<tau_extensions::CommandInfo>>,
+    resources: &tau_session::resources::Resources,
+) -> Value {
+    let extension_commands = extension_commands.unwrap_or_default().into_iter().map(|c| {
+        let mut command = serde_json::Map::new();
+        command.insert("name".into(), c.name.into());
+        if let Some(description) = c.description {
+            command.insert("description".into(), description.into());
+        }
+        command.insert("source".into(), "extension".into());
+        command.insert(
+            "sourceInfo".into(),
+            json!({"path": c.extension, "source": c.source, "scope": c.scope,
+                "origin": "top-level"}),
+        );
+        Value::Object(command)
+    });
     let templates = resources.prompts.iter().map(|t| {
         json!({"name": t.name, "description": t.description, "source": "prompt",
             "sourceInfo": t.source_info})
@@ -728,7 +1070,37 @@ fn commands_of(resources: &tau_session::resources::Resources) -> Value {
         json!({"name": format!("skill:{}", s.name), "description": s.description,
             "source": "skill", "sourceInfo": s.source_info})
     });
-    json!({"commands": templates.chain(skills).collect::<Vec<_>>()})
+    json!({"commands": extension_commands.chain(templates).chain(skills).collect::<Vec<_>>()})
+}
+
+/// What the stdin reader does itself when extensions are loaded, because the input loop may
+/// be waiting on an extension (a handler with a dialog open): dialog replies go straight to
+/// the dialog, and an `abort` cuts off what the loop waits on before the loop handles it.
+struct EarlyRoutes {
+    extensions: std::sync::Arc<tau_extensions::Extensions>,
+    interrupt: std::sync::Arc<LoopInterrupt>,
+}
+
+impl EarlyRoutes {
+    /// Returns true when the line was consumed here.
+    fn take(&self, line: &[u8]) -> bool {
+        let finder = |needle: &str| memchr::memmem::find(line, needle.as_bytes()).is_some();
+        if finder("extension_ui_response")
+            && let Inbound::UiResponse(response) = parse_line(line)
+        {
+            self.extensions.resolve_ui(&response);
+            return true;
+        }
+        if finder("abort")
+            && let Inbound::Command {
+                command: RpcCommand::Abort(_) | RpcCommand::AbortAndPrompt(_),
+                ..
+            } = parse_line(line)
+        {
+            self.interrupt.interrupt();
+        }
+        false
+    }
 }
 
 /// Records that take effect even while a held prompt keeps the others waiting: the aborts

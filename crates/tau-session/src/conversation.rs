@@ -118,6 +118,12 @@ pub(crate) struct Host {
     /// during which a prompt is held rather than refused, because pi 0.79 clients prompt as
     /// soon as they read `agent_end`, whatever follows it.
     pub ended: Arc<std::sync::atomic::AtomicBool>,
+    /// The loaded extensions, told of the run's events before the RPC client is.
+    pub extensions: Option<Arc<tau_extensions::Extensions>>,
+    /// The extension `turn_start`/`turn_end` payloads carry the turn's index within the run.
+    pub turn_index: std::sync::atomic::AtomicU64,
+    /// The run's abort token: extension calls under way when it fires are cut off.
+    pub cancel: tokio_util::sync::CancellationToken,
 }
 
 fn take(queue: &mut VecDeque<Queued>, mode: QueueMode) -> Vec<Queued> {
@@ -129,6 +135,46 @@ fn take(queue: &mut VecDeque<Queued>, mode: QueueMode) -> Vec<Queued> {
 }
 
 impl Host {
+    /// Dispatches an agent event to the extensions that watch it, in pi's extension payload
+    /// (ext §3.1: `turn_*` carry `turnIndex` and `timestamp`, `agent_end` has no
+    /// `willRetry`). Nothing is built when no extension watches the event.
+    async fn tell_extensions(&self, extensions: &tau_extensions::Extensions, event: &AgentEvent) {
+        use std::sync::atomic::Ordering;
+        let kind = event.kind();
+        let turn = match event {
+            AgentEvent::AgentStart => {
+                self.turn_index.store(0, Ordering::Relaxed);
+                None
+            }
+            AgentEvent::TurnStart => Some(self.turn_index.load(Ordering::Relaxed)),
+            AgentEvent::TurnEnd { .. } => Some(self.turn_index.fetch_add(1, Ordering::Relaxed)),
+            _ => None,
+        };
+        if !extensions.subscribed(kind) {
+            return;
+        }
+        let Ok(serde_json::Value::Object(mut payload)) = serde_json::to_value(event) else {
+            return;
+        };
+        if let Some(index) = turn {
+            payload.insert("turnIndex".into(), index.into());
+            payload.insert("timestamp".into(), tau_ai::now_ms().into());
+        }
+        payload.remove("willRetry");
+        let payload = serde_json::Value::Object(payload);
+        if self.cancel.is_cancelled() {
+            // After an abort the run ends at once (decision 9); its last events still reach
+            // the extensions, without waiting for them.
+            extensions.emit_detached(&payload);
+            return;
+        }
+        extensions
+            .emit(payload, Some(&self.cancel), |_, _| {
+                std::ops::ControlFlow::Continue(())
+            })
+            .await;
+    }
+
     /// Takes the queued messages due now; they stay in the reported queue until delivered
     /// ([`RunHost::delivering`]).
     fn take_from(&self, steering: bool) -> Vec<AgentMessage> {
@@ -179,7 +225,28 @@ impl RunHost for Host {
         if let AgentEvent::AgentEnd { .. } = &event {
             self.ended.store(true, Ordering::Release);
         }
-        Box::pin(self.events.emit(SessionEvent::Agent(event)))
+        Box::pin(async move {
+            if let Some(extensions) = &self.extensions {
+                self.tell_extensions(extensions, &event).await;
+            }
+            self.events.emit(SessionEvent::Agent(event)).await;
+        })
+    }
+
+    fn before_tool_call<'a>(
+        &'a self,
+        call: &'a tau_ai::ToolCall,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> BoxFuture<'a, Result<serde_json::Map<String, serde_json::Value>, String>> {
+        Box::pin(async move {
+            match &self.extensions {
+                Some(extensions) if extensions.subscribed("tool_call") => {
+                    crate::extension_hooks::tool_call(extensions, call, arguments, &self.cancel)
+                        .await
+                }
+                _ => Ok(arguments),
+            }
+        })
     }
 
     fn push_message(&self, message: AgentMessage) {

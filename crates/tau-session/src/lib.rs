@@ -7,6 +7,8 @@
 pub mod compaction;
 mod conversation;
 pub mod export_html;
+pub mod extension_hooks;
+mod extension_state;
 mod host_tools;
 pub mod model_choice;
 pub mod models;
@@ -27,7 +29,7 @@ pub use host_tools::{
     HostToolOutput, HostToolRegistry, RegisteredHostTool,
 };
 pub use models::{StartupModel, resolve_startup_model};
-pub use outbound::{EventSink, Outbound};
+pub use outbound::{EventSink, ExtensionOutlet, Outbound};
 pub use session::{
     AgentSession, BashRun, Launch, PromptOutcome, QueueAs, SessionConfig, SessionError,
     SessionStats,

@@ -59,3 +59,44 @@ impl EventSink {
         let _ = self.tx.send(Outbound::Spliced { head, array, tail }).await;
     }
 }
+
+/// The extensions' way to the writer. Extensions load before the writer exists (a load
+/// failure must stop tau before anything reaches stdout), so records they write before
+/// [`ExtensionOutlet::attach`] wait in order and go out when it provides the sink.
+#[derive(Debug, Default)]
+pub struct ExtensionOutlet {
+    state: tokio::sync::Mutex<OutletState>,
+}
+
+#[derive(Debug, Default)]
+struct OutletState {
+    sink: Option<EventSink>,
+    waiting: Vec<tau_protocol::rpc::OutboundRecord>,
+}
+
+impl ExtensionOutlet {
+    /// Connects the outlet to the writer; waiting records go out first, in order.
+    pub async fn attach(&self, sink: EventSink) {
+        let mut state = self.state.lock().await;
+        for record in std::mem::take(&mut state.waiting) {
+            sink.emit_record(record).await;
+        }
+        state.sink = Some(sink);
+    }
+}
+
+impl tau_extensions::Outlet for ExtensionOutlet {
+    fn write(
+        &self,
+        record: tau_protocol::rpc::OutboundRecord,
+    ) -> futures_util::future::BoxFuture<'_, ()> {
+        Box::pin(async move {
+            // Held across the send so that records keep their order.
+            let mut state = self.state.lock().await;
+            match &state.sink {
+                Some(sink) => sink.emit_record(record).await,
+                None => state.waiting.push(record),
+            }
+        })
+    }
+}

@@ -115,6 +115,40 @@ pub enum PromptOutcome {
 #[derive(Debug)]
 pub struct Launch {
     prompt: AgentMessage,
+    /// Custom messages `before_agent_start` handlers placed after the prompt.
+    extra: Vec<AgentMessage>,
+    /// The system prompt for this run, when a `before_agent_start` handler changed it.
+    system_prompt: Option<String>,
+}
+
+impl Launch {
+    /// The prompt's text (after expansion) and images.
+    pub fn prompt(&self) -> (String, Vec<ImageContent>) {
+        match &self.prompt {
+            AgentMessage::User(user) => {
+                let images = match &user.content {
+                    UserContent::Blocks(blocks) => blocks
+                        .iter()
+                        .filter_map(|b| match b {
+                            UserContentBlock::Image(image) => Some(image.clone()),
+                            _ => None,
+                        })
+                        .collect(),
+                    UserContent::Text(_) => Vec::new(),
+                };
+                (user.content.text("\n"), images)
+            }
+            _ => (String::new(), Vec::new()),
+        }
+    }
+
+    /// Applies what the `before_agent_start` handlers returned.
+    pub fn apply(&mut self, changes: crate::extension_hooks::AgentStartChanges) {
+        self.extra.extend(changes.messages);
+        if changes.system_prompt.is_some() {
+            self.system_prompt = changes.system_prompt;
+        }
+    }
 }
 
 /// One conversation.
@@ -144,6 +178,10 @@ pub struct AgentSession {
     opening: Option<crate::store::DeferredOpen>,
     /// RPC `bash` commands in flight, and their temp files.
     bash_commands: Arc<bash::BashCommands>,
+    /// The loaded extensions (none without `-e` or discovered entries).
+    extensions: Option<Arc<tau_extensions::Extensions>>,
+    /// What the extensions mirror of this session.
+    extension_state: Option<Arc<crate::extension_state::ExtensionState>>,
 }
 
 impl AgentSession {
@@ -204,6 +242,8 @@ impl AgentSession {
             locale: None,
             opening: None,
             bash_commands: Arc::default(),
+            extensions: None,
+            extension_state: None,
         };
         if opening.is_some() {
             // Restored when the parse is done (`settle`), like a switched-to session.
@@ -303,6 +343,63 @@ impl AgentSession {
     pub fn todo_phases(&self) -> &[TodoPhase] {
         &self.todo_phases
     }
+    /// The loaded extensions.
+    pub fn extensions(&self) -> Option<&Arc<tau_extensions::Extensions>> {
+        self.extensions.as_ref()
+    }
+
+    /// Attaches the loaded extensions: their tools join the next run, their handlers hear
+    /// its events.
+    pub fn set_extensions(&mut self, extensions: Arc<tau_extensions::Extensions>) {
+        let state = Arc::new(crate::extension_state::ExtensionState {
+            conversation: Arc::clone(&self.conversation),
+            session_keys: std::sync::Mutex::default(),
+        });
+        extensions.set_state_source(Arc::clone(&state) as Arc<dyn tau_extensions::StateSource>);
+        self.extensions = Some(extensions);
+        self.extension_state = Some(state);
+        self.refresh_extension_state();
+    }
+
+    /// Brings the keys only the session knows up to date in the extensions' mirror: called
+    /// after every command and action, which are what change them.
+    pub fn refresh_extension_state(&mut self) {
+        let Some(state) = &self.extension_state else {
+            return;
+        };
+        let tools = self.run_tools();
+        let mut keys = serde_json::Map::new();
+        keys.insert(
+            "model".into(),
+            self.models
+                .model()
+                .and_then(|m| serde_json::to_value(m).ok())
+                .unwrap_or(serde_json::Value::Null),
+        );
+        keys.insert(
+            "thinkingLevel".into(),
+            serde_json::to_value(self.models.thinking_level()).unwrap_or_default(),
+        );
+        keys.insert(
+            "activeTools".into(),
+            tools.iter().map(|t| t.name().to_string()).collect(),
+        );
+        keys.insert(
+            "allTools".into(),
+            tools
+                .iter()
+                .map(|t| {
+                    serde_json::json!({"name": t.name(), "description": t.description(),
+                        "parameters": t.parameters()})
+                })
+                .collect(),
+        );
+        keys.insert("systemPrompt".into(), self.system_prompt(&tools).into());
+        if let Ok(mut current) = state.session_keys.lock() {
+            *current = keys;
+        }
+    }
+
     pub fn host_tools(&self) -> &HostToolRegistry {
         &self.host_tools
     }
@@ -337,6 +434,28 @@ impl AgentSession {
             })
             .await;
         Ok(())
+    }
+
+    /// An extension's `appendEntry`: a `custom` entry at the leaf (never LLM context).
+    /// Returns its id.
+    pub fn append_custom_entry(
+        &mut self,
+        custom_type: &str,
+        data: Option<serde_json::Value>,
+    ) -> Result<String, SessionError> {
+        self.conversation
+            .store()
+            .append_custom(custom_type, data)
+            .map_err(|err| SessionError::Store(err.to_string()))
+    }
+
+    /// An extension's `setLabel`: labels an entry (`None` clears).
+    pub fn set_label(&mut self, entry_id: &str, label: Option<&str>) -> Result<(), SessionError> {
+        self.conversation
+            .store()
+            .append_label(entry_id, label)
+            .map(|_| ())
+            .map_err(|err| SessionError::Store(err.to_string()))
     }
 
     /// Empties both queues and returns what they held (`clear_queue`).
@@ -496,6 +615,8 @@ impl AgentSession {
         self.check_credentials()?;
         Ok(PromptOutcome::Start(Box::new(Launch {
             prompt: user_message(text, images),
+            extra: Vec::new(),
+            system_prompt: None,
         })))
     }
 
@@ -566,10 +687,21 @@ impl AgentSession {
 
     /// Starts an accepted prompt's run on its own task.
     pub fn launch(&mut self, launch: Launch) {
-        self.start_run(vec![launch.prompt]);
+        let mut prompts = vec![launch.prompt];
+        prompts.extend(launch.extra);
+        self.start_run_with(prompts, launch.system_prompt);
+    }
+
+    /// The system prompt a run would get now (`before_agent_start`'s `systemPrompt`).
+    pub fn current_system_prompt(&self) -> String {
+        self.system_prompt(&self.run_tools())
     }
 
     fn start_run(&mut self, prompts: Vec<AgentMessage>) {
+        self.start_run_with(prompts, None);
+    }
+
+    fn start_run_with(&mut self, prompts: Vec<AgentMessage>, system_prompt: Option<String>) {
         let Some(model) = self.models.model().cloned() else {
             return;
         };
@@ -589,7 +721,7 @@ impl AgentSession {
         let spec = RunSpec {
             client,
             model: Model { base_url, ..model },
-            system_prompt: Some(self.system_prompt(&tools)),
+            system_prompt: Some(system_prompt.unwrap_or_else(|| self.system_prompt(&tools))),
             tools,
             options: StreamOptions {
                 api_key,
@@ -610,6 +742,7 @@ impl AgentSession {
                 events: self.events.clone(),
                 retry,
                 summarizer,
+                extensions: self.extensions.clone(),
             },
         );
     }
@@ -644,16 +777,31 @@ impl AgentSession {
     }
 
     /// The tools a run offers: the active built-in tools (pi's default set, or what
-    /// `--tools` / `--exclude-tools` / `--no-tools` / `--no-builtin-tools` select), then the
-    /// active host tools.
+    /// `--tools` / `--exclude-tools` / `--no-tools` / `--no-builtin-tools` select), the
+    /// extensions' tools (an extension tool with a built-in's name replaces it, ext §5.4),
+    /// then the active host tools.
     fn run_tools(&self) -> Vec<Arc<dyn tau_agent::AgentTool>> {
         let selection = crate::tool_selection::ToolSelection::of(&self.config);
         let env = Arc::new(self.tool_env());
+        let extension_tools: Vec<tau_extensions::ExtensionTool> = self
+            .extensions
+            .as_ref()
+            .map(|e| e.tools())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|t| selection.allows(&t.registration.name))
+            .collect();
         let mut tools: Vec<Arc<dyn tau_agent::AgentTool>> = selection
             .builtin()
             .into_iter()
+            .filter(|name| !extension_tools.iter().any(|t| t.registration.name == *name))
             .filter_map(|name| tau_tools::builtin_tool(name, &env))
             .collect();
+        tools.extend(
+            extension_tools
+                .into_iter()
+                .map(|t| Arc::new(t) as Arc<dyn tau_agent::AgentTool>),
+        );
         tools.extend(
             self.host_tools
                 .tools()

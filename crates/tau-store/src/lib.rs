@@ -208,8 +208,18 @@ impl SessionStore {
 
     /// Appends a `message` entry. Summary messages are not stored as messages; use
     /// [`Self::append_compaction`] and [`Self::append_branch_summary`].
+    /// Appends a message entry; an extension's custom message is a `custom_message` entry,
+    /// as pi never stores role `custom` as a `message`.
     pub fn append_message(&mut self, message: AgentMessage) -> Result<String, StoreError> {
-        self.append(EntryKind::Message { message })
+        match message {
+            AgentMessage::Custom(custom) => self.append(EntryKind::CustomMessage {
+                custom_type: custom.custom_type,
+                content: custom.content,
+                display: custom.display,
+                details: custom.details,
+            }),
+            message => self.append(EntryKind::Message { message }),
+        }
     }
 
     pub fn append_model_change(

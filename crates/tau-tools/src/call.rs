@@ -8,6 +8,16 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) const ABORTED: &str = "Operation aborted";
 
+/// `Operation aborted` once `cancel` has fired. The file tools ask before they start and again
+/// right before their change lands.
+pub(crate) fn abort_if_cancelled(cancel: &CancellationToken) -> Result<(), String> {
+    if cancel.is_cancelled() {
+        Err(ABORTED.into())
+    } else {
+        Ok(())
+    }
+}
+
 /// Runs `future` unless `cancel` fires first, in which case the call is aborted.
 pub(crate) async fn until_cancelled<F: Future>(
     cancel: &CancellationToken,

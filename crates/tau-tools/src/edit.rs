@@ -16,10 +16,10 @@ use tokio_util::sync::CancellationToken;
 use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{IsNormalized, UnicodeNormalization as _, is_nfkc_quick};
 
-use crate::call::{ABORTED, args, text_block, until_cancelled, validation_error};
+use crate::call::{abort_if_cancelled, args, text_block, until_cancelled, validation_error};
 use crate::os_error::{os_error, os_error_code};
 use crate::tool::builtin_tool;
-use crate::write::{lock_file, write_atomic};
+use crate::write::{lock_file, replace_contents};
 
 const DESCRIPTION: &str = "Changes one file by replacing exact pieces of text. Each entry of \
 edits gives an oldText that must occur exactly once in the file as it was before this call and \
@@ -85,13 +85,11 @@ impl EditTool {
         arguments: Map<String, Value>,
         cancel: &CancellationToken,
     ) -> Result<AgentToolResult, String> {
-        if cancel.is_cancelled() {
-            return Err(ABORTED.into());
-        }
+        abort_if_cancelled(cancel)?;
         let arguments = prepare_arguments(arguments);
         let path = args::string("edit", &arguments, "path")?;
         let edits = parse_edits(&arguments)?;
-        let absolute = crate::paths::resolve_to_cwd(&path, &self.env.cwd, self.env.home.as_deref());
+        let absolute = self.env.resolve(&path);
 
         let _lock = until_cancelled(cancel, lock_file(&absolute)).await?;
         let original = until_cancelled(cancel, read_for_edit(&absolute, &path)).await??;
@@ -105,12 +103,8 @@ impl EditTool {
             .map_err(|e| format!("Edit failed: {e}"))??;
 
         // Last moment to back out: after the rename the file has changed.
-        if cancel.is_cancelled() {
-            return Err(ABORTED.into());
-        }
-        write_atomic(&absolute, applied.bytes)
-            .await
-            .map_err(|e| os_error(&e, "open", Some(&absolute)))?;
+        abort_if_cancelled(cancel)?;
+        replace_contents(&absolute, applied.bytes).await?;
         Ok(AgentToolResult {
             content: vec![text_block(format!(
                 "Successfully replaced {count} block(s) in {path}."

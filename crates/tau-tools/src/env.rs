@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::paths::resolve_to_cwd;
+
 /// The session-level facts tools depend on.
 #[derive(Debug, Clone)]
 pub struct ToolEnv {
@@ -33,5 +35,10 @@ impl ToolEnv {
             auto_resize_images: true,
             model_accepts_images: true,
         }
+    }
+
+    /// Where a tool's path argument points: pi's `resolveToCwd` against this environment.
+    pub(crate) fn resolve(&self, path: &str) -> PathBuf {
+        resolve_to_cwd(path, &self.cwd, self.home.as_deref())
     }
 }

@@ -3,7 +3,6 @@
 //! `/` matched against the whole path behind an implied `**/`), walked in-process. Results
 //! are sorted by path and `.git/` is never entered (decision 17).
 
-use std::fs;
 use std::path::PathBuf;
 use std::sync::LazyLock;
 use std::sync::atomic::AtomicBool;
@@ -11,15 +10,12 @@ use std::sync::atomic::AtomicBool;
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::{Map, Value, json};
 use tau_agent::AgentToolResult;
-use tokio_util::sync::CancellationToken;
 
 use crate::ToolEnv;
 use crate::call::ABORTED;
-use crate::paths::resolve_to_cwd;
 use crate::tool::builtin_tool;
-use crate::truncate::{DEFAULT_MAX_BYTES, format_size};
 use crate::walk::{
-    Args, HeadOutput, append_notices, display_key, normalize, run_blocking, sort_key, text_result,
+    Args, HeadOutput, Notice, display_key, existing_dir, listing_result, sort_key, text_result,
     walk_parallel, walker,
 };
 
@@ -48,20 +44,8 @@ builtin_tool!(
     /// The `find` tool.
     FindTool,
     "find",
-    arguments: borrowed
+    request: Request
 );
-
-impl FindTool {
-    /// Runs one call; `execute` delegates here. `Err` carries the error text.
-    pub async fn run(
-        &self,
-        arguments: &Map<String, Value>,
-        cancel: &CancellationToken,
-    ) -> Result<AgentToolResult, String> {
-        let request = Request::parse(&self.env, arguments)?;
-        run_blocking(cancel, move |stop| request.execute(stop)).await
-    }
-}
 
 struct Request {
     pattern: String,
@@ -123,23 +107,16 @@ impl Matcher {
 impl Request {
     fn parse(env: &ToolEnv, arguments: &Map<String, Value>) -> Result<Self, String> {
         let args = Args::new("find", arguments);
-        let pattern = args.required_string("pattern")?;
-        let path = args.string("path")?.unwrap_or_default();
-        let path = if path.is_empty() { "." } else { &path };
         Ok(Self {
-            pattern,
-            root: normalize(&resolve_to_cwd(path, &env.cwd, env.home.as_deref())),
+            pattern: args.required_string("pattern")?,
+            root: args.path(env)?,
             cwd: env.cwd.clone(),
             limit: args.limit("limit", DEFAULT_LIMIT)?,
         })
     }
 
     fn execute(self, stop: &AtomicBool) -> Result<AgentToolResult, String> {
-        let metadata = fs::metadata(&self.root)
-            .map_err(|_| format!("Path not found: {}", self.root.display()))?;
-        if !metadata.is_dir() {
-            return Err(format!("Not a directory: {}", self.root.display()));
-        }
+        existing_dir(&self.root)?;
         let matcher = Matcher::new(&self.pattern)?;
         let builder = walker(&self.root, &self.cwd, ".fdignore", None);
         let root = &self.root;
@@ -176,23 +153,14 @@ impl Request {
             }
             output.push_line(&line);
         }
-        let truncation = output.finish();
-        let mut output = truncation.content.clone();
-        let mut details = Map::new();
-        let mut notices = Vec::new();
-        if limit_reached {
-            notices.push(format!(
-                "{} results limit reached. Use limit={} for more, or refine pattern",
+        let limit = limit_reached.then(|| {
+            Notice::limit_reached(
                 self.limit,
-                self.limit.saturating_mul(2)
-            ));
-            details.insert("resultLimitReached".into(), json!(self.limit));
-        }
-        if truncation.truncated {
-            notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-            details.insert("truncation".into(), json!(truncation));
-        }
-        append_notices(&mut output, &notices);
-        Ok(text_result(output, details))
+                "results",
+                ", or refine pattern",
+                "resultLimitReached",
+            )
+        });
+        Ok(listing_result(output, limit, None))
     }
 }

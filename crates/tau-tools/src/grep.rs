@@ -17,15 +17,13 @@ use ignore::DirEntry;
 use ignore::overrides::OverrideBuilder;
 use serde_json::{Map, Value, json};
 use tau_agent::AgentToolResult;
-use tokio_util::sync::CancellationToken;
 
 use crate::ToolEnv;
 use crate::call::ABORTED;
-use crate::paths::resolve_to_cwd;
 use crate::tool::builtin_tool;
-use crate::truncate::{DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, format_size, truncate_line};
+use crate::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
 use crate::walk::{
-    Args, HeadOutput, append_notices, display_key, normalize, run_blocking, sort_key, text_result,
+    Args, HeadOutput, Notice, display_key, existing, listing_result, sort_key, text_result,
     walk_parallel, walker,
 };
 
@@ -58,20 +56,8 @@ builtin_tool!(
     /// The `grep` tool.
     GrepTool,
     "grep",
-    arguments: borrowed
+    request: Request
 );
-
-impl GrepTool {
-    /// Runs one call; `execute` delegates here. `Err` carries the error text.
-    pub async fn run(
-        &self,
-        arguments: &Map<String, Value>,
-        cancel: &CancellationToken,
-    ) -> Result<AgentToolResult, String> {
-        let request = Request::parse(&self.env, arguments)?;
-        run_blocking(cancel, move |stop| request.execute(stop)).await
-    }
-}
 
 struct Request {
     pattern: String,
@@ -116,13 +102,12 @@ impl Request {
     fn parse(env: &ToolEnv, arguments: &Map<String, Value>) -> Result<Self, String> {
         let args = Args::new("grep", arguments);
         let pattern = args.required_string("pattern")?;
-        let path = args.string("path")?.unwrap_or_default();
-        let path = if path.is_empty() { "." } else { &path };
+        let root = args.path(env)?;
         let glob = args.string("glob")?.filter(|g| !g.is_empty());
         let context = args.number("context")?.unwrap_or(0.0);
         Ok(Self {
             pattern,
-            root: normalize(&resolve_to_cwd(path, &env.cwd, env.home.as_deref())),
+            root,
             cwd: env.cwd.clone(),
             glob,
             ignore_case: args.boolean("ignoreCase")?.unwrap_or(false),
@@ -138,8 +123,7 @@ impl Request {
     }
 
     fn execute(self, stop: &AtomicBool) -> Result<AgentToolResult, String> {
-        let metadata = fs::metadata(&self.root)
-            .map_err(|_| format!("Path not found: {}", self.root.display()))?;
+        let metadata = existing(&self.root)?;
         let matcher = RegexMatcherBuilder::new()
             .case_insensitive(self.ignore_case)
             .fixed_strings(self.literal)
@@ -222,30 +206,22 @@ impl Request {
             return Ok(text_result("No matches found".to_string(), Map::new()));
         }
 
-        let truncation = output.finish();
-        let mut output = truncation.content.clone();
-        let mut details = Map::new();
-        let mut notices = Vec::new();
-        if count >= self.limit {
-            notices.push(format!(
-                "{} matches limit reached. Use limit={} for more, or refine pattern",
+        let limit = (count >= self.limit).then(|| {
+            Notice::limit_reached(
                 self.limit,
-                self.limit.saturating_mul(2)
-            ));
-            details.insert("matchLimitReached".into(), json!(self.limit));
-        }
-        if truncation.truncated {
-            notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-            details.insert("truncation".into(), json!(truncation));
-        }
-        if lines_truncated {
-            notices.push(format!(
+                "matches",
+                ", or refine pattern",
+                "matchLimitReached",
+            )
+        });
+        let lines_cut = lines_truncated.then(|| Notice {
+            text: format!(
                 "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
-            ));
-            details.insert("linesTruncated".into(), json!(true));
-        }
-        append_notices(&mut output, &notices);
-        Ok(text_result(output, details))
+            ),
+            key: "linesTruncated",
+            value: json!(true),
+        });
+        Ok(listing_result(output, limit, lines_cut))
     }
 
     /// Every searchable file below the root, sorted by path. While the files seen so far hold

@@ -10,14 +10,12 @@ use std::sync::atomic::{self, AtomicBool};
 
 use serde_json::{Map, Value, json};
 use tau_agent::AgentToolResult;
-use tokio_util::sync::CancellationToken;
 use unicode_normalization::UnicodeNormalization;
 
+use crate::ToolEnv;
 use crate::call::ABORTED;
-use crate::paths::resolve_to_cwd;
 use crate::tool::builtin_tool;
-use crate::truncate::{DEFAULT_MAX_BYTES, format_size};
-use crate::walk::{Args, HeadOutput, append_notices, normalize, run_blocking, text_result};
+use crate::walk::{Args, HeadOutput, Notice, existing_dir, listing_result, text_result};
 
 const DEFAULT_LIMIT: usize = 500;
 
@@ -39,34 +37,30 @@ builtin_tool!(
     /// The `ls` tool.
     LsTool,
     "ls",
-    arguments: borrowed
+    request: Request
 );
 
-impl LsTool {
-    /// Runs one call; `execute` delegates here. `Err` carries the error text.
-    pub async fn run(
-        &self,
-        arguments: &Map<String, Value>,
-        cancel: &CancellationToken,
-    ) -> Result<AgentToolResult, String> {
+struct Request {
+    dir: PathBuf,
+    limit: usize,
+}
+
+impl Request {
+    fn parse(env: &ToolEnv, arguments: &Map<String, Value>) -> Result<Self, String> {
         let args = Args::new("ls", arguments);
-        let path = args.string("path")?.unwrap_or_default();
-        let path = if path.is_empty() { "." } else { &path };
-        let dir = normalize(&resolve_to_cwd(
-            path,
-            &self.env.cwd,
-            self.env.home.as_deref(),
-        ));
-        let limit = args.limit("limit", DEFAULT_LIMIT)?;
-        run_blocking(cancel, move |stop| list(dir, limit, stop)).await
+        Ok(Self {
+            dir: args.path(env)?,
+            limit: args.limit("limit", DEFAULT_LIMIT)?,
+        })
+    }
+
+    fn execute(self, stop: &AtomicBool) -> Result<AgentToolResult, String> {
+        list(self.dir, self.limit, stop)
     }
 }
 
 fn list(dir: PathBuf, limit: usize, stop: &AtomicBool) -> Result<AgentToolResult, String> {
-    let metadata = fs::metadata(&dir).map_err(|_| format!("Path not found: {}", dir.display()))?;
-    if !metadata.is_dir() {
-        return Err(format!("Not a directory: {}", dir.display()));
-    }
+    existing_dir(&dir)?;
     let read_error =
         |err: std::io::Error| format!("Cannot read directory: {}", node_message(&err, &dir));
     let mut names = Vec::new();
@@ -115,23 +109,9 @@ fn list(dir: PathBuf, limit: usize, stop: &AtomicBool) -> Result<AgentToolResult
     for entry in &entries {
         output.push_line(entry);
     }
-    let truncation = output.finish();
-    let mut output = truncation.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
-    if limit_reached {
-        notices.push(format!(
-            "{limit} entries limit reached. Use limit={} for more",
-            limit.saturating_mul(2)
-        ));
-        details.insert("entryLimitReached".into(), json!(limit));
-    }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), json!(truncation));
-    }
-    append_notices(&mut output, &notices);
-    Ok(text_result(output, details))
+    let limit =
+        limit_reached.then(|| Notice::limit_reached(limit, "entries", "", "entryLimitReached"));
+    Ok(listing_result(output, limit, None))
 }
 
 /// libuv's wording of common errors, as Node's messages show them:

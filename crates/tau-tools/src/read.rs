@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use unicode_normalization::UnicodeNormalization as _;
 
 use crate::ToolEnv;
-use crate::call::{ABORTED, args, js_number, text_block, until_cancelled};
+use crate::call::{abort_if_cancelled, args, js_number, text_block, until_cancelled};
 use crate::image_resize::{ResizeLimits, dimension_note, resize_image};
 use crate::os_error::os_error;
 use crate::tool::builtin_tool;
@@ -73,9 +73,7 @@ impl ReadTool {
         arguments: Map<String, Value>,
         cancel: &CancellationToken,
     ) -> Result<AgentToolResult, String> {
-        if cancel.is_cancelled() {
-            return Err(ABORTED.into());
-        }
+        abort_if_cancelled(cancel)?;
         let path = args::string("read", &arguments, "path")?;
         let offset = args::optional_number("read", &arguments, "offset")?;
         let limit = args::optional_number("read", &arguments, "limit")?;
@@ -332,7 +330,7 @@ fn is_animated_png(head: &[u8]) -> bool {
 /// macOS tends to produce in file names (screenshots' narrow no-break space before AM/PM,
 /// decomposed accents, curly apostrophes).
 pub(crate) async fn resolve_read_path(path: &str, env: &ToolEnv) -> PathBuf {
-    let resolved = crate::paths::resolve_to_cwd(path, &env.cwd, env.home.as_deref());
+    let resolved = env.resolve(path);
     if exists(&resolved).await {
         return resolved;
     }

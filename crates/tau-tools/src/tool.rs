@@ -6,12 +6,35 @@
 
 /// `arguments: owned` hands `run` the arguments map, `arguments: borrowed` a reference to it;
 /// `prepare_arguments: f` makes `f` the tool's `prepare_arguments`.
+///
+/// `request: R` writes `run` too, for the tools whose work is all filesystem calls (`grep`,
+/// `find`, `ls`): `R::parse(&env, &arguments)` checks the arguments on the async side and
+/// `R::execute(self, &stop)` does the work on the blocking pool, winding down once `stop`
+/// turns true (see [`run_blocking`](crate::walk::run_blocking)).
 macro_rules! builtin_tool {
     (@pass owned $arguments:ident) => {
         $arguments
     };
     (@pass borrowed $arguments:ident) => {
         &$arguments
+    };
+    (
+        $(#[$attr:meta])*
+        $tool:ident, $name:literal, request: $request:ident $(,)?
+    ) => {
+        $crate::tool::builtin_tool!($(#[$attr])* $tool, $name, arguments: borrowed);
+
+        impl $tool {
+            /// Runs one call; `execute` delegates here. `Err` carries the error text.
+            pub async fn run(
+                &self,
+                arguments: &::serde_json::Map<String, ::serde_json::Value>,
+                cancel: &::tokio_util::sync::CancellationToken,
+            ) -> Result<::tau_agent::AgentToolResult, String> {
+                let request = $request::parse(&self.env, arguments)?;
+                $crate::walk::run_blocking(cancel, move |stop| request.execute(stop)).await
+            }
+        }
     };
     (
         $(#[$attr:meta])*

@@ -1,21 +1,24 @@
 //! Machinery shared by `grep`, `find` and `ls`: argument coercion, running filesystem work
-//! off the async runtime with prompt abort, and the parallel directory walk whose rules
-//! (decision 17) are: hidden files included, `.gitignore` honoured inside and outside git
-//! repositories, `.git` never entered, results sorted by path so every run prints the same.
+//! off the async runtime with prompt abort, pi's closing notices, and the parallel directory
+//! walk whose rules (decision 17) are: hidden files included, `.gitignore` honoured inside and
+//! outside git repositories, `.git` never entered, results sorted by path so every run prints
+//! the same.
 
 use std::ffi::OsStr;
+use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ignore::overrides::Override;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use tau_agent::AgentToolResult;
 use tokio_util::sync::CancellationToken;
 
+use crate::ToolEnv;
 use crate::call::{ABORTED, text_block, validation_error};
-use crate::truncate::{DEFAULT_MAX_BYTES, TruncatedBy, Truncation};
+use crate::truncate::{DEFAULT_MAX_BYTES, TruncatedBy, Truncation, format_size};
 
 /// JavaScript's `Number.MAX_SAFE_INTEGER`: pi passes it as the line limit when only the byte
 /// cap applies, and it shows up in `details.truncation.maxLines`.
@@ -119,12 +122,68 @@ pub(crate) fn text_result(text: String, details: Map<String, Value>) -> AgentToo
     }
 }
 
-/// `\n\n[a. b]` when there are notices, as pi appends them.
-pub(crate) fn append_notices(output: &mut String, notices: &[String]) {
+/// One of the notices pi appends after a listing, with the `details` entry that goes with it.
+pub(crate) struct Notice {
+    pub(crate) text: String,
+    pub(crate) key: &'static str,
+    pub(crate) value: Value,
+}
+
+impl Notice {
+    /// The tool's own result limit cut the list: `<limit> <what> limit reached. Use
+    /// limit=<2 × limit> for more<advice>`, with the limit in `details.<key>`.
+    pub(crate) fn limit_reached(limit: usize, what: &str, advice: &str, key: &'static str) -> Self {
+        Self {
+            text: format!(
+                "{limit} {what} limit reached. Use limit={} for more{advice}",
+                limit.saturating_mul(2)
+            ),
+            key,
+            value: json!(limit),
+        }
+    }
+}
+
+/// A listing's result: the lines cut at the byte cap, then pi's notices in pi's order (the
+/// tool's result limit, the byte cap, then `last`), each with its `details` entry.
+pub(crate) fn listing_result(
+    output: HeadOutput,
+    limit: Option<Notice>,
+    last: Option<Notice>,
+) -> AgentToolResult {
+    let truncation = output.finish();
+    let mut text = truncation.content.clone();
+    let byte_cap = truncation.truncated.then(|| Notice {
+        text: format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)),
+        key: "truncation",
+        value: json!(truncation),
+    });
+    let mut notices = Vec::new();
+    let mut details = Map::new();
+    for notice in [limit, byte_cap, last].into_iter().flatten() {
+        notices.push(notice.text);
+        details.insert(notice.key.into(), notice.value);
+    }
+    // `\n\n[a. b]`, as pi appends them.
     if !notices.is_empty() {
-        output.push_str("\n\n[");
-        output.push_str(&notices.join(". "));
-        output.push(']');
+        text.push_str("\n\n[");
+        text.push_str(&notices.join(". "));
+        text.push(']');
+    }
+    text_result(text, details)
+}
+
+/// What `path` names, or pi's `Path not found` when nothing is there.
+pub(crate) fn existing(path: &Path) -> Result<fs::Metadata, String> {
+    fs::metadata(path).map_err(|_| format!("Path not found: {}", path.display()))
+}
+
+/// Fails with pi's texts unless `path` is a directory.
+pub(crate) fn existing_dir(path: &Path) -> Result<(), String> {
+    if existing(path)?.is_dir() {
+        Ok(())
+    } else {
+        Err(format!("Not a directory: {}", path.display()))
     }
 }
 
@@ -169,6 +228,14 @@ impl<'a> Args<'a> {
 
     fn invalid(&self, name: &str, message: &str) -> String {
         validation_error(self.tool, &[format!("{name}: {message}")], self.map)
+    }
+
+    /// The `path` argument resolved against the working directory and normalised; the
+    /// working directory itself when left out or empty.
+    pub(crate) fn path(&self, env: &ToolEnv) -> Result<PathBuf, String> {
+        let path = self.string("path")?.unwrap_or_default();
+        let path = if path.is_empty() { "." } else { &path };
+        Ok(normalize(&env.resolve(path)))
     }
 
     pub(crate) fn required_string(&self, name: &str) -> Result<String, String> {

@@ -14,7 +14,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
 use crate::atomic::ReplaceError;
-use crate::call::{ABORTED, args, text_block, until_cancelled};
+use crate::call::{abort_if_cancelled, args, text_block, until_cancelled};
 use crate::os_error::os_error;
 use crate::tool::builtin_tool;
 
@@ -52,12 +52,10 @@ impl WriteTool {
         arguments: Map<String, Value>,
         cancel: &CancellationToken,
     ) -> Result<AgentToolResult, String> {
-        if cancel.is_cancelled() {
-            return Err(ABORTED.into());
-        }
+        abort_if_cancelled(cancel)?;
         let path = args::string("write", &arguments, "path")?;
         let content = args::string("write", &arguments, "content")?;
-        let absolute = crate::paths::resolve_to_cwd(&path, &self.env.cwd, self.env.home.as_deref());
+        let absolute = self.env.resolve(&path);
 
         let _lock = until_cancelled(cancel, lock_file(&absolute)).await?;
         if let Some(dir) = absolute.parent() {
@@ -67,14 +65,10 @@ impl WriteTool {
         }
         // Last moment to back out: once the rename is done the file has changed, and saying
         // "aborted" then would mislead the model.
-        if cancel.is_cancelled() {
-            return Err(ABORTED.into());
-        }
+        abort_if_cancelled(cancel)?;
         let bytes = content.into_bytes();
         let written = bytes.len();
-        write_atomic(&absolute, bytes)
-            .await
-            .map_err(|e| os_error(&e, "open", Some(&absolute)))?;
+        replace_contents(&absolute, bytes).await?;
         Ok(AgentToolResult {
             content: vec![text_block(format!(
                 "Successfully wrote {written} bytes to {path}"
@@ -125,6 +119,13 @@ impl Drop for FileLock {
             locks.remove(&self.key);
         }
     }
+}
+
+/// [`write_atomic`] with a failure worded as pi words it: as Node's error from `open`.
+pub(crate) async fn replace_contents(path: &Path, bytes: Vec<u8>) -> Result<(), String> {
+    write_atomic(path, bytes)
+        .await
+        .map_err(|e| os_error(&e, "open", Some(path)))
 }
 
 /// Replaces the contents of `path` (following symlinks) so that readers see either the old

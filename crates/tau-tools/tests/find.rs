@@ -2,41 +2,18 @@
 //! and notices, and tau's sorted, `.gitignore`-honouring, `.git`-free walk (decision 17).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::fs;
-use std::path::Path;
-use std::sync::Arc;
+mod common;
 
-use serde_json::{Map, Value, json};
+use std::path::Path;
+
+use common::{assert_aborts, tool, write};
+use serde_json::{Value, json};
 use tau_agent::AgentTool;
-use tau_ai::UserContentBlock;
-use tau_tools::ToolEnv;
 use tau_tools::find::FindTool;
 use tempfile::TempDir;
-use tokio_util::sync::CancellationToken;
-
-fn write(root: &Path, relative: &str, content: &str) {
-    let path = root.join(relative);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, content).unwrap();
-}
-
-fn tool(cwd: &Path) -> FindTool {
-    FindTool::new(Arc::new(ToolEnv::new(cwd, cwd.join(".agent-dir"))))
-}
-
-fn args(value: Value) -> Map<String, Value> {
-    value.as_object().unwrap().clone()
-}
 
 async fn find(cwd: &Path, arguments: Value) -> (String, Option<Value>) {
-    let result = tool(cwd)
-        .run(&args(arguments), &CancellationToken::new())
-        .await
-        .unwrap();
-    let [UserContentBlock::Text(text)] = result.content.as_slice() else {
-        panic!("expected one text block: {:?}", result.content);
-    };
-    (text.text.clone(), result.details)
+    common::success::<FindTool>(cwd, arguments).await
 }
 
 async fn find_text(cwd: &Path, arguments: Value) -> String {
@@ -44,10 +21,7 @@ async fn find_text(cwd: &Path, arguments: Value) -> String {
 }
 
 async fn find_error(cwd: &Path, arguments: Value) -> String {
-    tool(cwd)
-        .run(&args(arguments), &CancellationToken::new())
-        .await
-        .unwrap_err()
+    common::failure::<FindTool>(cwd, arguments).await
 }
 
 fn project() -> TempDir {
@@ -266,23 +240,13 @@ async fn abort_is_reported() {
     for n in 0..1500 {
         write(dir.path(), &format!("d{}/e{}/f{n}", n % 30, n % 7), "");
     }
-    let find = tool(dir.path());
-    let arguments = args(json!({"pattern": "*"}));
-    let cancel = CancellationToken::new();
-    cancel.cancel();
-    assert_eq!(
-        find.run(&arguments, &cancel).await.unwrap_err(),
-        "Operation aborted"
-    );
-    let cancel = CancellationToken::new();
-    let (result, ()) = tokio::join!(find.run(&arguments, &cancel), async { cancel.cancel() });
-    assert_eq!(result.unwrap_err(), "Operation aborted");
+    assert_aborts(&tool::<FindTool>(dir.path()), json!({"pattern": "*"})).await;
 }
 
 #[tokio::test]
 async fn schema_and_name() {
     let dir = tempfile::tempdir().unwrap();
-    let find = tool(dir.path());
+    let find: FindTool = tool(dir.path());
     assert_eq!(find.name(), "find");
     assert_eq!(
         serde_json::to_string(find.parameters()).unwrap(),

@@ -2,42 +2,20 @@
 //! tau's deterministic, `.gitignore`-honouring, `.git`-free search (decision 17).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::fs;
 use std::path::Path;
-use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use common::{assert_aborts, tool, write};
+use serde_json::{Value, json};
 use tau_agent::AgentTool;
-use tau_ai::UserContentBlock;
-use tau_tools::ToolEnv;
 use tau_tools::grep::GrepTool;
 use tempfile::TempDir;
-use tokio_util::sync::CancellationToken;
-
-fn write(root: &Path, relative: &str, content: impl AsRef<[u8]>) {
-    let path = root.join(relative);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, content).unwrap();
-}
-
-fn tool(cwd: &Path) -> GrepTool {
-    GrepTool::new(Arc::new(ToolEnv::new(cwd, cwd.join(".agent-dir"))))
-}
-
-fn args(value: Value) -> Map<String, Value> {
-    value.as_object().unwrap().clone()
-}
 
 /// The text and details of a successful call.
 async fn grep(cwd: &Path, arguments: Value) -> (String, Option<Value>) {
-    let result = tool(cwd)
-        .run(&args(arguments), &CancellationToken::new())
-        .await
-        .unwrap();
-    let [UserContentBlock::Text(text)] = result.content.as_slice() else {
-        panic!("expected one text block: {:?}", result.content);
-    };
-    (text.text.clone(), result.details)
+    common::success::<GrepTool>(cwd, arguments).await
 }
 
 async fn grep_text(cwd: &Path, arguments: Value) -> String {
@@ -45,10 +23,7 @@ async fn grep_text(cwd: &Path, arguments: Value) -> String {
 }
 
 async fn grep_error(cwd: &Path, arguments: Value) -> String {
-    tool(cwd)
-        .run(&args(arguments), &CancellationToken::new())
-        .await
-        .unwrap_err()
+    common::failure::<GrepTool>(cwd, arguments).await
 }
 
 /// A small project: nested directories, a file that sorts between them, and a dotfile.
@@ -413,24 +388,14 @@ async fn abort_is_reported() {
             "needle\n".repeat(20),
         );
     }
-    let grep = tool(dir.path());
-    let arguments = args(json!({"pattern": "needle", "limit": 1_000_000}));
-    let cancel = CancellationToken::new();
-    cancel.cancel();
-    assert_eq!(
-        grep.run(&arguments, &cancel).await.unwrap_err(),
-        "Operation aborted"
-    );
-
-    let cancel = CancellationToken::new();
-    let (result, ()) = tokio::join!(grep.run(&arguments, &cancel), async { cancel.cancel() });
-    assert_eq!(result.unwrap_err(), "Operation aborted");
+    let arguments = json!({"pattern": "needle", "limit": 1_000_000});
+    assert_aborts(&tool::<GrepTool>(dir.path()), arguments).await;
 }
 
 #[tokio::test]
 async fn schema_and_name() {
     let dir = tempfile::tempdir().unwrap();
-    let grep = tool(dir.path());
+    let grep: GrepTool = tool(dir.path());
     assert_eq!(grep.name(), "grep");
     assert!(grep.description().contains(".gitignore"));
     assert_eq!(

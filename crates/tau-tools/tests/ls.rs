@@ -2,41 +2,23 @@
 //! dotfiles, `/` on directories, no ignore rules), notices and errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::fs;
 use std::path::Path;
-use std::sync::Arc;
 
+use common::tool;
 use serde_json::{Map, Value, json};
 use tau_agent::AgentTool;
-use tau_ai::UserContentBlock;
-use tau_tools::ToolEnv;
 use tau_tools::ls::LsTool;
 use tokio_util::sync::CancellationToken;
 
-fn tool(cwd: &Path) -> LsTool {
-    LsTool::new(Arc::new(ToolEnv::new(cwd, cwd.join(".agent-dir"))))
-}
-
-fn args(value: Value) -> Map<String, Value> {
-    value.as_object().unwrap().clone()
-}
-
 async fn ls(cwd: &Path, arguments: Value) -> (String, Option<Value>) {
-    let result = tool(cwd)
-        .run(&args(arguments), &CancellationToken::new())
-        .await
-        .unwrap();
-    let [UserContentBlock::Text(text)] = result.content.as_slice() else {
-        panic!("expected one text block: {:?}", result.content);
-    };
-    (text.text.clone(), result.details)
+    common::success::<LsTool>(cwd, arguments).await
 }
 
 async fn ls_error(cwd: &Path, arguments: Value) -> String {
-    tool(cwd)
-        .run(&args(arguments), &CancellationToken::new())
-        .await
-        .unwrap_err()
+    common::failure::<LsTool>(cwd, arguments).await
 }
 
 fn touch(dir: &Path, names: &[&str]) {
@@ -169,7 +151,7 @@ async fn abort_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let cancel = CancellationToken::new();
     cancel.cancel();
-    let error = tool(dir.path())
+    let error = tool::<LsTool>(dir.path())
         .run(&Map::new(), &cancel)
         .await
         .unwrap_err();
@@ -179,7 +161,7 @@ async fn abort_is_reported() {
 #[tokio::test]
 async fn schema_and_name() {
     let dir = tempfile::tempdir().unwrap();
-    let ls = tool(dir.path());
+    let ls: LsTool = tool(dir.path());
     assert_eq!(ls.name(), "ls");
     assert_eq!(
         serde_json::to_string(ls.parameters()).unwrap(),

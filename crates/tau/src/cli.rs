@@ -174,6 +174,72 @@ pub struct RpcOptions {
     pub thinking: Option<ThinkingLevel>,
     /// `--name`, trimmed.
     pub name: Option<String>,
+    /// `--<name>[=value]` options tau does not know: flags for extensions to claim once
+    /// they are loaded (ext §7.1). A value is `=value` or the next word not starting with
+    /// `-` or `@`, which pi takes even for a boolean flag.
+    pub extension_flags: Vec<(String, Option<String>)>,
+}
+
+/// Takes the `--long` options clap does not know out of `args` (with their values, as pi
+/// reads them), leaving the rest for clap.
+fn split_extension_flags(args: Vec<OsString>) -> (Vec<OsString>, Vec<(String, Option<String>)>) {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let mut known: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+    for arg in command.get_arguments() {
+        let takes_value = arg.get_action().takes_values();
+        for long in arg
+            .get_long()
+            .into_iter()
+            .chain(arg.get_all_aliases().unwrap_or_default())
+        {
+            known.insert(long.to_string(), takes_value);
+        }
+    }
+    for builtin in ["help", "version"] {
+        known.insert(builtin.to_string(), false);
+    }
+    let mut kept = Vec::new();
+    let mut flags = Vec::new();
+    let mut args = args.into_iter().peekable();
+    while let Some(arg) = args.next() {
+        let Some(text) = arg.to_str().and_then(|a| a.strip_prefix("--")) else {
+            kept.push(arg);
+            continue;
+        };
+        if text.is_empty() {
+            // `--`: everything after it is for clap as it is.
+            kept.push(arg);
+            kept.extend(args.by_ref());
+            break;
+        }
+        let (name, inline) = match text.split_once('=') {
+            Some((name, value)) => (name.to_string(), Some(value.to_string())),
+            None => (text.to_string(), None),
+        };
+        match known.get(&name) {
+            Some(&takes_value) => {
+                kept.push(arg);
+                if takes_value
+                    && inline.is_none()
+                    && let Some(value) = args.next()
+                {
+                    kept.push(value);
+                }
+            }
+            None => {
+                let value = inline.or_else(|| {
+                    let next = args.peek()?.to_str()?;
+                    (!next.starts_with('-') && !next.starts_with('@')).then(|| next.to_string())
+                });
+                if value.is_some() && !text.contains('=') {
+                    args.next();
+                }
+                flags.push((name, value));
+            }
+        }
+    }
+    (kept, flags)
 }
 
 /// pi's multi-letter single-dash flags, which clap cannot express as short options.
@@ -199,12 +265,17 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Str
             tau_protocol::schema::protocol_schema_text(),
         ));
     }
-    let argv = std::iter::once(OsString::from("tau")).chain(args.into_iter().map(|arg| {
-        DASH_ALIASES
-            .iter()
-            .find(|(short, _)| arg == *short)
-            .map_or(arg, |(_, long)| OsString::from(*long))
-    }));
+    let args: Vec<OsString> = args
+        .into_iter()
+        .map(|arg| {
+            DASH_ALIASES
+                .iter()
+                .find(|(short, _)| arg == *short)
+                .map_or(arg, |(_, long)| OsString::from(*long))
+        })
+        .collect();
+    let (args, extension_flags) = split_extension_flags(args);
+    let argv = std::iter::once(OsString::from("tau")).chain(args);
     let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(err) => return clap_error(err),
@@ -266,6 +337,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Str
         cli,
         thinking,
         name,
+        extension_flags,
     })))
 }
 
@@ -330,11 +402,39 @@ mod tests {
     }
 
     #[test]
-    fn pi_style_errors() {
+    fn unknown_long_options_are_kept_for_extensions_as_pi_reads_them() {
+        let o = rpc(&[
+            "--plan",
+            "--mode",
+            "rpc",
+            "--preset=fast",
+            "--verbose",
+            "--tag",
+            "word",
+            "--model",
+            "m",
+            "--bare",
+            "-e",
+            "x.ts",
+            "--last",
+        ]);
         assert_eq!(
-            run(&["--mode", "rpc", "--bogus"]).unwrap_err(),
-            "Unknown option: --bogus"
+            o.extension_flags,
+            vec![
+                ("plan".to_string(), None),
+                ("preset".to_string(), Some("fast".to_string())),
+                ("tag".to_string(), Some("word".to_string())),
+                ("bare".to_string(), None),
+                ("last".to_string(), None),
+            ]
         );
+        assert!(o.cli.verbose);
+        assert_eq!(o.cli.model.as_deref(), Some("m"));
+        assert_eq!(o.cli.extension, ["x.ts"]);
+    }
+
+    #[test]
+    fn pi_style_errors() {
         assert_eq!(
             run(&["--mode", "rpc", "@notes.md"]).unwrap_err(),
             "@file arguments are not supported in RPC mode"

@@ -145,12 +145,21 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         cli::MessageUpdates::Full => tau_rpc::UpdateShape::Full,
         cli::MessageUpdates::Lean => tau_rpc::UpdateShape::Lean,
     };
+    let extensions = runtime.block_on(load_extensions(&options.cli, &config, &settings))?;
+    let flag_values = claim_flags(
+        &options.extension_flags,
+        extensions.as_ref().map(|e| e.set.as_ref()),
+    )?;
+    if let Some(loaded) = &extensions {
+        loaded.set.set_flags(&flag_values);
+    }
     let reason = runtime.block_on(tau_rpc::serve(
         io::stdin(),
         protocol_out,
         env!("CARGO_PKG_VERSION"),
         shape,
         |sink| AgentSession::new(config, settings, registry, startup, store, sink),
+        extensions,
         signals.first(),
     ));
     if matches!(reason, ExitReason::Signal(_)) {
@@ -165,6 +174,102 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         ExitReason::OutputFailed => 1,
         ExitReason::Signal(code) => u8::try_from(code).unwrap_or(1),
     })
+}
+
+/// Finds and starts the run's extensions (`-e`, then the trusted project's and the user's
+/// auto directories). Any failure is fatal before `ready`, as in pi (ext §1.6).
+async fn load_extensions(
+    cli: &cli::Cli,
+    config: &SessionConfig,
+    settings: &Settings,
+) -> anyhow::Result<Option<tau_rpc::LoadedExtensions>> {
+    let trust = settings.get::<String>("defaultProjectTrust");
+    let sources = tau_extensions::Sources {
+        cli: cli.extension.clone(),
+        no_discovery: cli.no_extensions,
+        cwd: config.cwd.clone(),
+        agent_dir: config.agent_dir.clone(),
+        project_trusted: !cli.no_approve && (cli.approve || trust.as_deref() == Some("always")),
+    };
+    let entries = tau_extensions::discover(&sources).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let millis = |key: &str, default: Option<std::time::Duration>| match settings
+        .get::<u64>(&format!("extensionTimeouts.{key}"))
+    {
+        Some(0) => None,
+        Some(ms) => Some(std::time::Duration::from_millis(ms)),
+        None => default,
+    };
+    let defaults = tau_extensions::Timeouts::default();
+    let load = tau_extensions::LoadConfig {
+        cwd: config.cwd.clone(),
+        agent_dir: config.agent_dir.clone(),
+        mode: "rpc".into(),
+        has_ui: true,
+        tau_version: env!("CARGO_PKG_VERSION").into(),
+        node: std::env::var_os("TAU_NODE").map_or_else(|| "node".into(), Into::into),
+        node_host: tau_extensions::find_node_host(),
+        timeouts: tau_extensions::Timeouts {
+            handler: millis("handlerMs", defaults.handler),
+            command: millis("commandMs", defaults.command),
+            tool: millis("toolMs", defaults.tool),
+        },
+    };
+    let outlet = std::sync::Arc::new(tau_session::ExtensionOutlet::default());
+    let (set, actions) = tau_extensions::Extensions::load(
+        &entries,
+        &load,
+        std::sync::Arc::clone(&outlet) as std::sync::Arc<dyn tau_extensions::Outlet>,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(Some(tau_rpc::LoadedExtensions {
+        set,
+        actions,
+        outlet,
+    }))
+}
+
+/// Gives each `--name[=value]` tau does not know to the extension that registered the flag
+/// (ext §7.1): a boolean flag is `true` whatever follows it, a string flag needs its value.
+/// Flags nobody registered are pi's startup error.
+fn claim_flags(
+    given: &[(String, Option<String>)],
+    extensions: Option<&tau_extensions::Extensions>,
+) -> anyhow::Result<std::collections::HashMap<String, serde_json::Value>> {
+    let registered: Vec<tau_extensions::FlagRegistration> = extensions
+        .map(|e| {
+            e.list()
+                .into_iter()
+                .flat_map(|x| x.manifest.flags)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut values = std::collections::HashMap::new();
+    let mut unknown = Vec::new();
+    for (name, value) in given {
+        match registered.iter().find(|f| &f.name == name) {
+            None => unknown.push(format!("--{name}")),
+            Some(flag) => match flag.kind {
+                tau_extensions::FlagKind::Boolean => {
+                    values.insert(name.clone(), serde_json::Value::Bool(true));
+                }
+                tau_extensions::FlagKind::String => match value {
+                    Some(value) => {
+                        values.insert(name.clone(), serde_json::Value::String(value.clone()));
+                    }
+                    None => anyhow::bail!("Extension flag \"--{name}\" requires a value"),
+                },
+            },
+        }
+    }
+    match unknown.as_slice() {
+        [] => Ok(values),
+        [one] => anyhow::bail!("Unknown option: {one}"),
+        many => anyhow::bail!("Unknown options: {}", many.join(", ")),
+    }
 }
 
 /// Gives the protocol writer a private handle on stdout and points file descriptor 1 at

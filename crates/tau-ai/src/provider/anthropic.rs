@@ -10,7 +10,7 @@ use tau_protocol::content::{has_images, text_of, texts};
 use super::sse::SseEvent;
 use super::{
     Adapter, CacheRetention, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions,
-    transform,
+    transform, user_blocks,
 };
 use crate::{
     AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
@@ -256,18 +256,7 @@ fn messages(model: &Model, context: &Context) -> Vec<Value> {
                     UserContent::Text(text) if text.trim().is_empty() => continue,
                     UserContent::Text(text) => json!(text),
                     UserContent::Blocks(blocks) => {
-                        let blocks: Vec<Value> = blocks
-                            .iter()
-                            .filter_map(|b| match b {
-                                UserContentBlock::Text(t) if t.text.is_empty() => None,
-                                UserContentBlock::Text(t) => {
-                                    Some(json!({"type": "text", "text": t.text}))
-                                }
-                                UserContentBlock::Image(i) => {
-                                    Some(image_block(&i.mime_type, &i.data))
-                                }
-                            })
-                            .collect();
+                        let blocks = user_blocks(&blocks, image_block);
                         if blocks.is_empty() {
                             continue;
                         }
@@ -596,43 +585,29 @@ impl Adapter for Decoder {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{
+        self, decode, decode_error, final_usage, named, token_counts, user_text,
+    };
     use super::*;
-    use crate::{InputModality, ModelCost};
+    use crate::InputModality;
 
     fn model(id: &str, reasoning: bool) -> Model {
         Model {
             id: id.into(),
             name: id.into(),
-            api: "anthropic-messages".into(),
             provider: "anthropic".into(),
             base_url: "https://api.anthropic.com".into(),
             reasoning,
-            thinking_level_map: None,
             input: vec![InputModality::Text, InputModality::Image],
-            cost: ModelCost::default(),
             context_window: 200_000,
             max_tokens: 64_000,
-            headers: None,
-            compat: None,
+            ..test_support::model("anthropic-messages")
         }
     }
 
     fn run(events: &[(&str, &str)]) -> (Vec<Op>, Result<(), ProviderError>) {
-        let mut d = Decoder::default();
-        let mut ops = Vec::new();
-        for (event, data) in events {
-            let ev = SseEvent {
-                event: Some((*event).into()),
-                data: (*data).into(),
-            };
-            match d.on_event(ev, &mut ops) {
-                Ok(Flow::Done) => break,
-                Ok(Flow::Continue) => {}
-                Err(e) => return (ops, Err(e)),
-            }
-        }
-        let end = d.on_end(&mut ops);
-        (ops, end)
+        let events = events.iter().map(|(event, data)| named(event, data));
+        decode(&mut Decoder::default(), events)
     }
 
     #[test]
@@ -692,24 +667,8 @@ mod tests {
         }));
         assert!(ops.contains(&Op::ToolCallEnd { index: 1 }));
         assert!(ops.contains(&Op::StopReason(StopReason::ToolUse)));
-        let usage = ops
-            .iter()
-            .rev()
-            .find_map(|o| match o {
-                Op::Usage(u) => Some(u.clone()),
-                _ => None,
-            })
-            .unwrap();
-        assert_eq!(
-            (
-                usage.input,
-                usage.output,
-                usage.cache_read,
-                usage.cache_write,
-                usage.total_tokens
-            ),
-            (100, 30, 50, 10, 190)
-        );
+        let usage = final_usage(&ops);
+        assert_eq!(token_counts(&usage), (100, 30, 50, 10, 190));
         // No breakdown from the provider: pi's 0.
         assert_eq!(usage.cache_write_1h, Some(0));
     }
@@ -731,25 +690,21 @@ mod tests {
 
     #[test]
     fn a_stream_without_message_stop_fails() {
-        let (_, end) = run(&[(
-            "message_start",
-            r#"{"type":"message_start","message":{"id":"m","usage":{}}}"#,
-        )]);
-        assert_eq!(
-            end.unwrap_err().to_string(),
-            "Anthropic stream ended before message_stop"
+        let error = decode_error(
+            &mut Decoder::default(),
+            [named(
+                "message_start",
+                r#"{"type":"message_start","message":{"id":"m","usage":{}}}"#,
+            )],
         );
+        assert_eq!(error, "Anthropic stream ended before message_stop");
     }
 
     #[test]
     fn budget_thinking_and_cache_markers() {
         let ctx = Context {
             system_prompt: Some("sys".into()),
-            messages: vec![Message::User(crate::UserMessage {
-                content: UserContent::Text("hi".into()),
-                timestamp: 0,
-                attachments: None,
-            })],
+            messages: vec![user_text("hi")],
             tools: vec![],
         };
         let options = StreamOptions {

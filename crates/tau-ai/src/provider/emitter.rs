@@ -322,30 +322,20 @@ fn bad_index(index: usize) -> ProviderError {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support;
     use super::*;
-    use crate::{InputModality, ModelCost, Usage};
+    use crate::{ModelCost, Usage};
 
     #[tokio::test]
     async fn one_hour_cache_writes_cost_twice_the_input_price() {
         let model = Model {
-            id: "m".into(),
-            name: "m".into(),
-            api: "anthropic-messages".into(),
-            provider: "p".into(),
-            base_url: String::new(),
-            reasoning: false,
-            thinking_level_map: None,
-            input: vec![InputModality::Text],
             cost: ModelCost {
                 input: 3.0,
                 output: 15.0,
                 cache_read: 0.3,
                 cache_write: 3.75,
             },
-            context_window: 1000,
-            max_tokens: 100,
-            headers: None,
-            compat: None,
+            ..test_support::model("anthropic-messages")
         };
         let (tx, mut rx) = mpsc::channel(8);
         let mut emitter = Emitter::new(&model, tx, false);

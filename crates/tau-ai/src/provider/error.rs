@@ -64,6 +64,16 @@ impl ProviderError {
             retry_after,
         }
     }
+
+    /// An error object sent inside the stream in place of a chunk (Google and
+    /// OpenAI-compatible servers do this), reported by its `message`.
+    pub(crate) fn in_stream(error: &serde_json::Value) -> Self {
+        let message = error
+            .get("message")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("unknown error");
+        ProviderError::Stream(message.to_string())
+    }
 }
 
 /// Reads `retry-after-ms`, then `retry-after` (seconds or an HTTP date is not supported: the

@@ -277,11 +277,7 @@ impl Adapter for Decoder {
         let chunk: Value = serde_json::from_str(&event.data)
             .map_err(|e| ProviderError::Stream(format!("Invalid stream chunk: {e}")))?;
         if let Some(error) = chunk.get("error") {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown error");
-            return Err(ProviderError::Stream(message.to_string()));
+            return Err(ProviderError::in_stream(error));
         }
         if !self.saw_chunk {
             self.saw_chunk = true;
@@ -424,27 +420,18 @@ impl Adapter for Decoder {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{data, decode, decode_error, final_usage, token_counts};
     use super::*;
 
     #[test]
     fn thoughts_text_and_calls() {
-        let mut d = Decoder::default();
-        let mut ops = Vec::new();
-        for data in [
+        let events = [
             r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"think","thought":true}]}}],"responseId":"r1","modelVersion":"gemini-x"}"#,
             r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello"},{"functionCall":{"name":"bash","args":{"command":"ls"}},"thoughtSignature":"c2ln"}]}}]}"#,
             r#"{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"read","args":{"path":"a"}}}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":10,"thoughtsTokenCount":5,"cachedContentTokenCount":40,"totalTokenCount":115}}"#,
-        ] {
-            d.on_event(
-                SseEvent {
-                    event: None,
-                    data: data.into(),
-                },
-                &mut ops,
-            )
-            .unwrap();
-        }
-        d.on_end(&mut ops).unwrap();
+        ];
+        let (ops, end) = decode(&mut Decoder::default(), events.map(data));
+        end.unwrap();
         assert!(ops.contains(&Op::ThinkingEnd { index: 0 }));
         assert!(ops.contains(&Op::TextEnd { index: 1 }));
         assert!(ops.contains(&Op::ToolCallSignature {
@@ -456,39 +443,15 @@ mod tests {
             json: r#"{"path":"a"}"#.into()
         }));
         assert_eq!(ops.last(), Some(&Op::StopReason(StopReason::ToolUse)));
-        let usage = ops
-            .iter()
-            .find_map(|o| match o {
-                Op::Usage(u) => Some(u.clone()),
-                _ => None,
-            })
-            .unwrap();
-        assert_eq!(
-            (
-                usage.input,
-                usage.output,
-                usage.cache_read,
-                usage.total_tokens
-            ),
-            (60, 15, 40, 115)
-        );
+        assert_eq!(token_counts(&final_usage(&ops)), (60, 15, 40, 0, 115));
     }
 
     #[test]
     fn safety_stop_is_an_error() {
-        let mut d = Decoder::default();
-        let mut ops = Vec::new();
-        d.on_event(
-            SseEvent {
-                event: None,
-                data: r#"{"candidates":[{"finishReason":"SAFETY"}]}"#.into(),
-            },
-            &mut ops,
-        )
-        .unwrap();
-        assert_eq!(
-            d.on_end(&mut ops).unwrap_err().to_string(),
-            "Provider finish reason: SAFETY"
+        let error = decode_error(
+            &mut Decoder::default(),
+            [data(r#"{"candidates":[{"finishReason":"SAFETY"}]}"#)],
         );
+        assert_eq!(error, "Provider finish reason: SAFETY");
     }
 }

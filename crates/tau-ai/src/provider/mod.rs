@@ -16,6 +16,8 @@ mod openai_responses;
 mod partial_json;
 
 pub mod sse;
+#[cfg(test)]
+mod test_support;
 mod transform;
 
 use std::time::Duration;
@@ -33,6 +35,7 @@ pub use partial_json::parse_arguments;
 
 use crate::{
     AssistantMessage, AssistantMessageEvent, Message, Model, StopReason, ThinkingLevel, Usage,
+    UserContentBlock,
 };
 use emitter::Emitter;
 use sse::{SseDecoder, SseEvent};
@@ -301,6 +304,22 @@ pub(crate) fn usage_with_cached_prompt(prompt: u64, cached: u64, output: u64, to
         },
         ..Usage::default()
     }
+}
+
+/// A user message's blocks as the Anthropic and OpenAI Chat Completions APIs both take them:
+/// empty text left out, text as `{"type":"text"}`, images in the API's own `image` shape.
+pub(crate) fn user_blocks(
+    blocks: &[UserContentBlock],
+    image: fn(&str, &str) -> Value,
+) -> Vec<Value> {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            UserContentBlock::Text(t) if t.text.is_empty() => None,
+            UserContentBlock::Text(t) => Some(serde_json::json!({"type": "text", "text": t.text})),
+            UserContentBlock::Image(i) => Some(image(&i.mime_type, &i.data)),
+        })
+        .collect()
 }
 
 /// The OpenAI SDK's text for a missing key.

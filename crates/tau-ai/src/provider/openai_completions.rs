@@ -9,7 +9,9 @@ use serde_json::{Map, Value, json};
 use tau_protocol::content::{has_images, text_of};
 
 use super::sse::SseEvent;
-use super::{Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, transform};
+use super::{
+    Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, transform, user_blocks,
+};
 use crate::{
     AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
     UserContentBlock,
@@ -287,20 +289,7 @@ fn messages(model: &Model, context: &Context, compat: &Compat) -> Vec<Value> {
                 }
                 let content = match &user.content {
                     UserContent::Text(text) => json!(text),
-                    UserContent::Blocks(blocks) => Value::Array(
-                        blocks
-                            .iter()
-                            .filter_map(|b| match b {
-                                UserContentBlock::Text(t) if t.text.is_empty() => None,
-                                UserContentBlock::Text(t) => {
-                                    Some(json!({"type": "text", "text": t.text}))
-                                }
-                                UserContentBlock::Image(i) => {
-                                    Some(image_part(&i.mime_type, &i.data))
-                                }
-                            })
-                            .collect(),
-                    ),
+                    UserContent::Blocks(blocks) => Value::Array(user_blocks(blocks, image_part)),
                 };
                 out.push(json!({"role": "user", "content": content}));
             }
@@ -641,12 +630,8 @@ impl Adapter for Decoder {
             Err(_) => serde_json::from_str(data)
                 .map_err(|e| ProviderError::Stream(format!("Invalid stream chunk: {e}")))?,
         };
-        if let Some(error) = chunk.error {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown error");
-            return Err(ProviderError::Stream(message.to_string()));
+        if let Some(error) = &chunk.error {
+            return Err(ProviderError::in_stream(error));
         }
         if !self.saw_chunk {
             self.saw_chunk = true;
@@ -802,45 +787,22 @@ impl Adapter for Decoder {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{
+        self, data, decode_error, final_usage, token_counts, user_text,
+    };
     use super::*;
-    use crate::{InputModality, ModelCost};
 
     fn model(provider: &str, url: &str, reasoning: bool) -> Model {
         Model {
-            id: "m".into(),
-            name: "M".into(),
-            api: "openai-completions".into(),
             provider: provider.into(),
             base_url: url.into(),
             reasoning,
-            thinking_level_map: None,
-            input: vec![InputModality::Text],
-            cost: ModelCost::default(),
-            context_window: 1000,
-            max_tokens: 100,
-            headers: None,
-            compat: None,
+            ..test_support::model("openai-completions")
         }
     }
 
     fn decode(lines: &[&str]) -> (Vec<Op>, Result<(), ProviderError>) {
-        let mut d = Decoder::default();
-        let mut ops = Vec::new();
-        for line in lines {
-            let event = SseEvent {
-                event: None,
-                data: (*line).to_string(),
-            };
-            if d.on_event(event, &mut ops)
-                .map_err(|e| e.to_string())
-                .unwrap_or(Flow::Done)
-                == Flow::Done
-            {
-                break;
-            }
-        }
-        let end = d.on_end(&mut ops);
-        (ops, end)
+        test_support::decode(&mut Decoder::default(), lines.iter().map(|line| data(line)))
     }
 
     #[test]
@@ -880,33 +842,18 @@ mod tests {
                 &Op::ThinkingEnd { index: 0 },
             ]
         );
-        let usage = ops
-            .iter()
-            .find_map(|o| match o {
-                Op::Usage(u) => Some(u.clone()),
-                _ => None,
-            })
-            .unwrap();
-        assert_eq!(
-            (
-                usage.input,
-                usage.output,
-                usage.cache_read,
-                usage.total_tokens
-            ),
-            (70, 20, 30, 120)
-        );
+        assert_eq!(token_counts(&final_usage(&ops)), (70, 20, 30, 0, 120));
     }
 
     #[test]
     fn unknown_finish_reason_is_an_error() {
-        let (_, end) = decode(&[
-            r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"content_filter"}]}"#,
-        ]);
-        assert_eq!(
-            end.unwrap_err().to_string(),
-            "Provider finish_reason: content_filter"
+        let error = decode_error(
+            &mut Decoder::default(),
+            [data(
+                r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"content_filter"}]}"#,
+            )],
         );
+        assert_eq!(error, "Provider finish_reason: content_filter");
     }
 
     #[test]
@@ -914,11 +861,7 @@ mod tests {
         let m = model("llama", "http://127.0.0.1:8080/v1", false);
         let ctx = Context {
             system_prompt: Some("be brief".into()),
-            messages: vec![Message::User(crate::UserMessage {
-                content: UserContent::Text("hi".into()),
-                timestamp: 0,
-                attachments: None,
-            })],
+            messages: vec![user_text("hi")],
             tools: vec![super::super::Tool {
                 name: "bash".into(),
                 description: "run".into(),

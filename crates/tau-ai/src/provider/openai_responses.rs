@@ -445,13 +445,12 @@ impl Adapter for Decoder {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{data, decode};
     use super::*;
 
     #[test]
     fn reasoning_message_and_call() {
-        let mut d = Decoder::default();
-        let mut ops = Vec::new();
-        for data in [
+        let events = [
             r#"{"type":"response.created","response":{"id":"resp_1"}}"#,
             r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"reasoning","id":"rs_1"}}"#,
             r#"{"type":"response.reasoning_summary_part.added","output_index":0}"#,
@@ -466,21 +465,9 @@ mod tests {
             r#"{"type":"response.function_call_arguments.delta","output_index":2,"delta":"{\"command\":\"ls\"}"}"#,
             r#"{"type":"response.output_item.done","output_index":2,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"bash","arguments":"{\"command\":\"ls\"}"}}"#,
             r#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":50,"input_tokens_details":{"cached_tokens":20},"output_tokens":9,"total_tokens":59}}}"#,
-        ] {
-            if d.on_event(
-                SseEvent {
-                    event: None,
-                    data: data.into(),
-                },
-                &mut ops,
-            )
-            .unwrap()
-                == Flow::Done
-            {
-                break;
-            }
-        }
-        d.on_end(&mut ops).unwrap();
+        ];
+        let (ops, end) = decode(&mut Decoder::default(), events.map(data));
+        end.unwrap();
         assert!(ops.contains(&Op::ThinkingDelta {
             index: 0,
             text: "\n\n".into()
@@ -499,20 +486,17 @@ mod tests {
 
     #[test]
     fn failures_use_pi_texts() {
-        let mut d = Decoder::default();
-        let err = d
+        // Both fail at the event itself, not at the end of the body.
+        let err = Decoder::default()
             .on_event(
-                SseEvent {
-                    event: None,
-                    data: r#"{"type":"error","code":"server_error","message":"boom"}"#.into(),
-                },
+                data(r#"{"type":"error","code":"server_error","message":"boom"}"#),
                 &mut Vec::new(),
             )
             .unwrap_err();
         assert_eq!(err.to_string(), "Error Code server_error: boom");
         let err = Decoder::default()
             .on_event(
-                SseEvent { event: None, data: r#"{"type":"response.failed","response":{"error":{"code":"rate_limit_exceeded","message":"slow down"}}}"#.into() },
+                data(r#"{"type":"response.failed","response":{"error":{"code":"rate_limit_exceeded","message":"slow down"}}}"#),
                 &mut Vec::new(),
             )
             .unwrap_err();

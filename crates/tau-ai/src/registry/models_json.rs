@@ -67,51 +67,52 @@ fn copy_string(chars: &[char], start: usize, out: &mut String) -> usize {
     i
 }
 
-fn strip_line_comments(input: &str) -> String {
+/// Copies `input` with its string literals passed through whole; every other character goes
+/// to `step`, which writes what it keeps to `out` and returns the index to go on from.
+fn rewrite_outside_strings(
+    input: &str,
+    step: impl Fn(&[char], usize, &mut String) -> usize,
+) -> String {
     let chars: Vec<char> = input.chars().collect();
     let mut out = String::with_capacity(input.len());
     let mut i = 0;
     while i < chars.len() {
-        match chars[i] {
-            '"' => i = copy_string(&chars, i, &mut out),
-            '/' if chars.get(i + 1) == Some(&'/') => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
+        i = if chars[i] == '"' {
+            copy_string(&chars, i, &mut out)
+        } else {
+            step(&chars, i, &mut out)
+        };
     }
     out
 }
 
-fn strip_trailing_commas(input: &str) -> String {
-    let chars: Vec<char> = input.chars().collect();
-    let mut out = String::with_capacity(input.len());
-    let mut i = 0;
-    while i < chars.len() {
-        match chars[i] {
-            '"' => i = copy_string(&chars, i, &mut out),
-            ',' => {
-                let mut j = i + 1;
-                while j < chars.len() && chars[j].is_whitespace() {
-                    j += 1;
-                }
-                if !matches!(chars.get(j), Some('}' | ']')) {
-                    out.push(',');
-                }
+fn strip_line_comments(input: &str) -> String {
+    rewrite_outside_strings(input, |chars, mut i, out| {
+        if chars[i] == '/' && chars.get(i + 1) == Some(&'/') {
+            while i < chars.len() && chars[i] != '\n' {
                 i += 1;
             }
-            c => {
-                out.push(c);
-                i += 1;
-            }
+        } else {
+            out.push(chars[i]);
+            i += 1;
         }
-    }
-    out
+        i
+    })
+}
+
+fn strip_trailing_commas(input: &str) -> String {
+    rewrite_outside_strings(input, |chars, i, out| {
+        // Only whitespace between the comma and a closing bracket makes it a trailing one.
+        let trailing = chars[i] == ','
+            && matches!(
+                chars[i + 1..].iter().find(|c| !c.is_whitespace()),
+                Some('}' | ']')
+            );
+        if !trailing {
+            out.push(chars[i]);
+        }
+        i + 1
+    })
 }
 
 /// Request-time settings of one provider from `models.json`.
@@ -149,36 +150,35 @@ struct ProviderConfig {
     model_overrides: Option<Map<String, Value>>,
 }
 
+/// A custom model of `models`: what names it and where it is served, then the settings an
+/// override may change too.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ModelDefinition {
     id: String,
-    name: Option<String>,
     api: Option<String>,
     base_url: Option<String>,
+    #[serde(flatten)]
+    settings: ModelSettings<ModelCost>,
+}
+
+/// What a custom model and a `modelOverrides` entry may both set. A custom model's `cost` gives
+/// all four prices ([`ModelCost`]); an override's may change any of them ([`PartialCost`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelSettings<Cost> {
+    name: Option<String>,
     reasoning: Option<bool>,
     thinking_level_map: Option<ThinkingLevelMap>,
     input: Option<Vec<InputModality>>,
-    cost: Option<ModelCost>,
+    cost: Option<Cost>,
     context_window: Option<f64>,
     max_tokens: Option<f64>,
     headers: Option<Map<String, Value>>,
     compat: Option<Value>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ModelOverride {
-    name: Option<String>,
-    reasoning: Option<bool>,
-    thinking_level_map: Option<ThinkingLevelMap>,
-    input: Option<Vec<InputModality>>,
-    cost: Option<PartialCost>,
-    context_window: Option<f64>,
-    max_tokens: Option<f64>,
-    headers: Option<Map<String, Value>>,
-    compat: Option<Value>,
-}
+type ModelOverride = ModelSettings<PartialCost>;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -311,24 +311,25 @@ pub(crate) fn parse(
             else {
                 continue;
             };
-            set_model_headers(&mut custom.model_headers, name, &def.id, &def.headers);
+            let settings = &def.settings;
+            set_model_headers(&mut custom.model_headers, name, &def.id, &settings.headers);
             custom.models.push(Model {
                 id: def.id.clone(),
-                name: def.name.clone().unwrap_or_else(|| def.id.clone()),
+                name: settings.name.clone().unwrap_or_else(|| def.id.clone()),
                 api,
                 provider: name.clone(),
                 base_url,
-                reasoning: def.reasoning.unwrap_or(false),
-                thinking_level_map: def.thinking_level_map.clone(),
-                input: def
+                reasoning: settings.reasoning.unwrap_or(false),
+                thinking_level_map: settings.thinking_level_map.clone(),
+                input: settings
                     .input
                     .clone()
                     .unwrap_or_else(|| vec![InputModality::Text]),
-                cost: def.cost.clone().unwrap_or_default(),
-                context_window: def.context_window.map_or(128_000, tokens),
-                max_tokens: def.max_tokens.map_or(16_384, tokens),
+                cost: settings.cost.clone().unwrap_or_default(),
+                context_window: settings.context_window.map_or(128_000, tokens),
+                max_tokens: settings.max_tokens.map_or(16_384, tokens),
                 headers: None,
-                compat: merge_compat(config.compat.as_ref(), def.compat.as_ref()),
+                compat: merge_compat(config.compat.as_ref(), settings.compat.as_ref()),
             });
         }
     }
@@ -393,13 +394,13 @@ fn check_rules(
                     def.id
                 ));
             }
-            if def.context_window.is_some_and(|v| v <= 0.0) {
+            if def.settings.context_window.is_some_and(|v| v <= 0.0) {
                 return Err(format!(
                     "Provider {name}, model {}: invalid contextWindow",
                     def.id
                 ));
             }
-            if def.max_tokens.is_some_and(|v| v <= 0.0) {
+            if def.settings.max_tokens.is_some_and(|v| v <= 0.0) {
                 return Err(format!(
                     "Provider {name}, model {}: invalid maxTokens",
                     def.id

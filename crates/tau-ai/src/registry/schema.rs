@@ -188,48 +188,45 @@ const INPUT_LIST: Schema =
 
 const HEADERS: Schema = Schema::Record(&STR);
 
-const MODEL_DEFINITION: Schema = Schema::Object(&[
-    req("id", STR1),
-    opt("name", STR1),
-    opt("api", STR1),
-    opt("baseUrl", STR1),
-    opt("reasoning", Schema::Bool),
-    opt("thinkingLevelMap", THINKING_LEVEL_MAP),
-    opt("input", INPUT_LIST),
-    opt(
-        "cost",
+/// A model's object: the properties that name it, then those a custom model (`models`) and a
+/// built-in model's override (`modelOverrides`) share. `price` is `req` where a `cost` must
+/// give all four prices (a custom model) and `opt` where it may change any of them (an
+/// override). Property order is pi's, which is the order the errors come in.
+macro_rules! model_schema {
+    ([$($naming:expr),* $(,)?], price: $price:ident) => {
         Schema::Object(&[
-            req("input", Schema::Num),
-            req("output", Schema::Num),
-            req("cacheRead", Schema::Num),
-            req("cacheWrite", Schema::Num),
-        ]),
-    ),
-    opt("contextWindow", Schema::Num),
-    opt("maxTokens", Schema::Num),
-    opt("headers", HEADERS),
-    opt("compat", COMPAT),
-]);
+            $($naming,)*
+            opt("reasoning", Schema::Bool),
+            opt("thinkingLevelMap", THINKING_LEVEL_MAP),
+            opt("input", INPUT_LIST),
+            opt(
+                "cost",
+                Schema::Object(&[
+                    $price("input", Schema::Num),
+                    $price("output", Schema::Num),
+                    $price("cacheRead", Schema::Num),
+                    $price("cacheWrite", Schema::Num),
+                ]),
+            ),
+            opt("contextWindow", Schema::Num),
+            opt("maxTokens", Schema::Num),
+            opt("headers", HEADERS),
+            opt("compat", COMPAT),
+        ])
+    };
+}
 
-const MODEL_OVERRIDE: Schema = Schema::Object(&[
-    opt("name", STR1),
-    opt("reasoning", Schema::Bool),
-    opt("thinkingLevelMap", THINKING_LEVEL_MAP),
-    opt("input", INPUT_LIST),
-    opt(
-        "cost",
-        Schema::Object(&[
-            opt("input", Schema::Num),
-            opt("output", Schema::Num),
-            opt("cacheRead", Schema::Num),
-            opt("cacheWrite", Schema::Num),
-        ]),
-    ),
-    opt("contextWindow", Schema::Num),
-    opt("maxTokens", Schema::Num),
-    opt("headers", HEADERS),
-    opt("compat", COMPAT),
-]);
+const MODEL_DEFINITION: Schema = model_schema!(
+    [
+        req("id", STR1),
+        opt("name", STR1),
+        opt("api", STR1),
+        opt("baseUrl", STR1),
+    ],
+    price: req
+);
+
+const MODEL_OVERRIDE: Schema = model_schema!([opt("name", STR1)], price: opt);
 
 const PROVIDER_CONFIG: Schema = Schema::Object(&[
     opt("name", STR1),

@@ -34,6 +34,7 @@ pub(crate) struct RunServices {
     pub retry: RetrySettings,
     /// Compaction's summariser, when the model has credentials.
     pub summarizer: Option<compact::Summarizer>,
+    pub extensions: Option<Arc<tau_extensions::Extensions>>,
 }
 
 /// The session's run task, if one is under way.
@@ -104,6 +105,9 @@ impl Runs {
             retry: services.retry,
             context_window: spec.model.context_window,
             ended: Arc::clone(&ended),
+            extensions: services.extensions,
+            turn_index: std::sync::atomic::AtomicU64::new(0),
+            cancel: cancel.clone(),
         };
         host.conversation.lock().run_active = true;
         let handle = tokio::spawn(drive(

@@ -1,0 +1,19 @@
+//! Extensions as processes (decision 22, `docs/extensions.md`): which entries load and how
+//! each is started (`discovery`), one process and its frames (`process`), the loaded set with
+//! its registration rules, handler calls, deadlines and dialog routing (`runner`), and the
+//! tools extensions registered as the agent loop calls them (`tool`).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
+pub mod discovery;
+mod process;
+mod runner;
+mod tool;
+
+pub use discovery::{DiscoveryError, Entry, Launch, Sources, discover};
+pub use process::CallError;
+pub use runner::{
+    ActionRequest, CommandInfo, Extension, Extensions, LoadConfig, LoadError, Outlet, StateSource,
+    Timeouts, find_node_host,
+};
+pub use tau_protocol::extension::{FlagKind, FlagRegistration, Manifest};
+pub use tool::ExtensionTool;

@@ -1,0 +1,897 @@
+//! The loaded extensions as one set: starting their processes, the handshake and the
+//! registration rules across all of them (ext §1.6, §6.2), calling handlers in load order with
+//! deadlines, and routing what processes start themselves (dialogs, actions, errors,
+//! late registrations) to where it belongs.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use futures_util::future::{BoxFuture, join_all};
+use serde_json::{Map, Value, json};
+use tau_protocol::SessionEvent;
+use tau_protocol::extension::{
+    ActionFrame, FromExtension, Initialized, Manifest, PROTOCOL_VERSION, Reply, ToExtension,
+    ToolRegistration,
+};
+use tau_protocol::rpc::{ExtensionUiRequest, ExtensionUiResponse, OutboundRecord, UiMethod};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::discovery::{Entry, Launch};
+use crate::process::{CallError, FrameHandler, Process};
+
+/// Where records for the RPC client go (the session's event sink). Writes are awaited in
+/// order, so an `extension_error` a handler caused is on stdout before the event it was for.
+pub trait Outlet: Send + Sync + 'static {
+    fn write(&self, record: OutboundRecord) -> BoxFuture<'_, ()>;
+}
+
+/// What tau knows that extensions read synchronously (docs/extensions.md §5). Read whenever a
+/// frame is about to carry state; only what changed since the last frame to that process is
+/// sent.
+pub trait StateSource: Send + Sync + 'static {
+    /// The mirror's plain keys (`model`, `thinkingLevel`, `isIdle`, …) as they are now.
+    fn fields(&self) -> Map<String, Value>;
+    /// The session's entries from index `from` on, and how many there are in all; `None`
+    /// when the list is no longer a continuation of what was sent (the session changed).
+    fn entries_since(&self, from: usize, session_id: &str) -> Option<(Vec<Value>, usize)>;
+}
+
+/// What a process was last told (its mirror, as tau believes it to be).
+#[derive(Default)]
+struct Sent {
+    fields: Map<String, Value>,
+    entries: usize,
+    session_id: String,
+}
+
+/// Deadlines (settings `extensionTimeouts`); `None` waits for ever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub handler: Option<Duration>,
+    pub command: Option<Duration>,
+    pub tool: Option<Duration>,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            handler: Some(Duration::from_secs(30)),
+            command: Some(Duration::from_secs(600)),
+            tool: Some(Duration::from_secs(600)),
+        }
+    }
+}
+
+/// What loading needs to know.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub cwd: PathBuf,
+    pub agent_dir: PathBuf,
+    pub mode: String,
+    pub has_ui: bool,
+    pub tau_version: String,
+    /// The Node.js executable for the Node host.
+    pub node: PathBuf,
+    /// `host.mjs` of the Node host, when one was found.
+    pub node_host: Option<PathBuf>,
+    pub timeouts: Timeouts,
+}
+
+/// Why the extensions did not load. Fatal at startup, as in pi (ext §1.6).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LoadError(pub String);
+
+/// An `action` frame, with the way to answer it.
+#[derive(Debug)]
+pub struct ActionRequest {
+    /// The extension's path.
+    pub extension: String,
+    pub frame: ActionFrame,
+    replier: Option<(Arc<Process>, String)>,
+}
+
+impl ActionRequest {
+    /// Answers the action (nothing happens when the extension did not ask for an answer).
+    pub fn reply(self, outcome: Result<Value, String>) {
+        if let Some((process, id)) = self.replier {
+            let (result, error) = match outcome {
+                Ok(value) => (Some(value), None),
+                Err(error) => (None, Some(error)),
+            };
+            process.notify(ToExtension::Response(Reply { id, result, error }));
+        }
+    }
+}
+
+/// One loaded extension.
+#[derive(Debug, Clone)]
+pub struct Extension {
+    pub path: String,
+    pub source: &'static str,
+    pub scope: &'static str,
+    pub manifest: Manifest,
+    process: usize,
+}
+
+impl Extension {
+    pub fn subscribes(&self, event: &str) -> bool {
+        self.manifest.events.iter().any(|e| e == event)
+    }
+}
+
+/// A command as `get_commands` lists it and `/name` invokes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandInfo {
+    /// The invocation name (numbered when two extensions registered the same name).
+    pub name: String,
+    pub registered: String,
+    pub description: Option<String>,
+    pub extension: String,
+    pub source: &'static str,
+    pub scope: &'static str,
+}
+
+/// A dialog or display request on its way to the RPC client.
+struct OpenDialog {
+    process: usize,
+    id: String,
+}
+
+/// The loaded extensions.
+pub struct Extensions {
+    processes: Vec<Arc<Process>>,
+    shared: Arc<Shared>,
+    timeouts: Timeouts,
+    state: RwLock<Option<Arc<dyn StateSource>>>,
+    /// Per process, in `processes` order.
+    sent: Vec<Mutex<Sent>>,
+}
+
+/// What the processes' reader tasks share with the set: the registrations (a process may add
+/// to them at any time), the dialogs waiting for the client, and the ways out.
+struct Shared {
+    extensions: RwLock<Vec<Extension>>,
+    outlet: Arc<dyn Outlet>,
+    dialogs: Mutex<HashMap<String, OpenDialog>>,
+    actions: mpsc::UnboundedSender<ActionRequest>,
+    /// Set by [`Extensions::shutdown`]: processes ending after it are not failures.
+    shutting_down: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extensions")
+            .field("processes", &self.processes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One process to start and the entries it hosts (indexes into the entry list).
+struct ProcessPlan {
+    label: String,
+    program: PathBuf,
+    args: Vec<String>,
+    members: Vec<usize>,
+}
+
+/// How to start the processes for `entries`: one Node host for every script, one process per
+/// program.
+fn plan(entries: &[Entry], config: &LoadConfig) -> Result<Vec<ProcessPlan>, LoadError> {
+    let mut plans = Vec::new();
+    let scripts: Vec<usize> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.launch == Launch::Node)
+        .map(|(i, _)| i)
+        .collect();
+    if let Some(&first) = scripts.first() {
+        let Some(host) = &config.node_host else {
+            return Err(LoadError(format!(
+                "Failed to load extension \"{}\": the Node extension host is not installed (set TAU_NODE_HOST, or run the README's set-up)",
+                entries[first].path.display()
+            )));
+        };
+        plans.push(ProcessPlan {
+            label: "node-host".to_string(),
+            program: config.node.clone(),
+            args: vec![host.display().to_string()],
+            members: scripts,
+        });
+    }
+    for (i, entry) in entries.iter().enumerate() {
+        if let Launch::Program { program, args } = &entry.launch {
+            let label = entry
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| entry.path.display().to_string());
+            plans.push(ProcessPlan {
+                label,
+                program: program.clone(),
+                args: args.clone(),
+                members: vec![i],
+            });
+        }
+    }
+    Ok(plans)
+}
+
+impl Extensions {
+    /// Starts the processes, loads every entry and checks the registrations. Returns the set
+    /// and the channel its `action` frames arrive on.
+    pub async fn load(
+        entries: &[Entry],
+        config: &LoadConfig,
+        outlet: Arc<dyn Outlet>,
+    ) -> Result<(Arc<Self>, mpsc::UnboundedReceiver<ActionRequest>), LoadError> {
+        let (actions_tx, actions_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            extensions: RwLock::default(),
+            outlet,
+            dialogs: Mutex::default(),
+            actions: actions_tx,
+            shutting_down: std::sync::atomic::AtomicBool::new(false),
+        });
+        let mut processes = Vec::new();
+        let mut hosted = Vec::new();
+        let env = vec![(
+            "PI_CODING_AGENT_DIR".to_string(),
+            config.agent_dir.display().to_string(),
+        )];
+        for (
+            index,
+            ProcessPlan {
+                label,
+                program,
+                args,
+                members,
+            },
+        ) in plan(entries, config)?.into_iter().enumerate()
+        {
+            let process = Process::spawn(
+                label,
+                &program,
+                &args,
+                &config.cwd,
+                &env,
+                index,
+                Arc::clone(&shared) as Arc<dyn FrameHandler>,
+            )
+            .map_err(|err| {
+                let path = entries[members[0]].path.display();
+                LoadError(format!(
+                    "Failed to load extension \"{path}\": cannot start {}: {err}",
+                    program.display()
+                ))
+            })?;
+            processes.push(process);
+            hosted.push(members);
+        }
+        let initializing = processes.iter().zip(&hosted).map(|(process, members)| {
+            let paths: Vec<String> = members
+                .iter()
+                .map(|&i| entries[i].path.display().to_string())
+                .collect();
+            let config = config.clone();
+            async move {
+                process
+                    .call(
+                        |id| ToExtension::Initialize {
+                            id,
+                            protocol: PROTOCOL_VERSION,
+                            tau: config.tau_version.clone(),
+                            cwd: config.cwd.display().to_string(),
+                            agent_dir: config.agent_dir.display().to_string(),
+                            mode: config.mode.clone(),
+                            has_ui: config.has_ui,
+                            extensions: paths,
+                            state: json!({}),
+                        },
+                        Some(Duration::from_secs(60)),
+                        None,
+                        None,
+                    )
+                    .await
+            }
+        });
+        let answers = join_all(initializing).await;
+        let mut loaded: Vec<Option<Extension>> = vec![None; entries.len()];
+        for (index, (answer, members)) in answers.into_iter().zip(&hosted).enumerate() {
+            let first = entries[members[0]].path.display().to_string();
+            let answer = answer
+                .map_err(|err| LoadError(format!("Failed to load extension \"{first}\": {err}")))?;
+            let initialized: Initialized = serde_json::from_value(answer).map_err(|err| {
+                LoadError(format!(
+                    "Failed to load extension \"{first}\": unreadable initialize answer: {err}"
+                ))
+            })?;
+            for &member in members {
+                let path = entries[member].path.display().to_string();
+                let outcome = initialized.extensions.iter().find(|o| o.path == path);
+                let manifest = match outcome {
+                    Some(o) if o.error.is_some() => {
+                        return Err(LoadError(format!(
+                            "Failed to load extension \"{path}\": {}",
+                            o.error.clone().unwrap_or_default()
+                        )));
+                    }
+                    Some(o) => o.manifest.clone().unwrap_or_default(),
+                    None => {
+                        return Err(LoadError(format!(
+                            "Failed to load extension \"{path}\": the extension process did not report it"
+                        )));
+                    }
+                };
+                loaded[member] = Some(Extension {
+                    path,
+                    source: entries[member].source,
+                    scope: entries[member].scope,
+                    manifest,
+                    process: index,
+                });
+            }
+        }
+        let extensions: Vec<Extension> = loaded.into_iter().flatten().collect();
+        check_conflicts(&extensions)?;
+        if let Ok(mut registered) = shared.extensions.write() {
+            *registered = extensions;
+        }
+        let sent = processes.iter().map(|_| Mutex::default()).collect();
+        let set = Arc::new(Self {
+            processes,
+            shared,
+            timeouts: config.timeouts,
+            state: RwLock::new(None),
+            sent,
+        });
+        Ok((set, actions_rx))
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Extension>> {
+        self.shared.read()
+    }
+
+    /// The loaded extensions, in load order.
+    pub fn list(&self) -> Vec<Extension> {
+        self.read().clone()
+    }
+
+    /// Whether any extension watches `event` (nothing is built or sent otherwise).
+    pub fn subscribed(&self, event: &str) -> bool {
+        self.read().iter().any(|e| e.subscribes(event))
+    }
+
+    /// The extensions that watch `event`, in load order.
+    pub fn subscribers(&self, event: &str) -> Vec<Extension> {
+        self.read()
+            .iter()
+            .filter(|e| e.subscribes(event))
+            .cloned()
+            .collect()
+    }
+
+    fn process(&self, extension: &Extension) -> Option<&Arc<Process>> {
+        self.processes.get(extension.process)
+    }
+
+    /// Connects the session whose state the processes mirror.
+    pub fn set_state_source(&self, source: Arc<dyn StateSource>) {
+        if let Ok(mut state) = self.state.write() {
+            *state = Some(source);
+        }
+    }
+
+    /// The `state` a frame to process `index` carries: the keys that changed since the last
+    /// one, and the entries appended since (`reset` when the session is another one).
+    fn state_for(&self, index: usize) -> Option<Value> {
+        let source = self.state.read().ok()?.clone()?;
+        let mut sent = self.sent.get(index)?.lock().ok()?;
+        let fields = source.fields();
+        let mut delta = Map::new();
+        for (key, value) in &fields {
+            if sent.fields.get(key) != Some(value) {
+                delta.insert(key.clone(), value.clone());
+            }
+        }
+        let session_id = fields
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let same_session = session_id == sent.session_id;
+        let from = if same_session { sent.entries } else { 0 };
+        let (appended, total, reset) = match source.entries_since(from, &session_id) {
+            Some((appended, total)) => (appended, total, !same_session),
+            None => match source.entries_since(0, &session_id) {
+                Some((all, total)) => (all, total, true),
+                None => (Vec::new(), 0, true),
+            },
+        };
+        if reset || !appended.is_empty() {
+            let mut entries = Map::new();
+            if reset {
+                entries.insert("reset".into(), Value::Bool(true));
+            }
+            entries.insert("append".into(), Value::Array(appended));
+            delta.insert("entries".into(), Value::Object(entries));
+        }
+        sent.fields = fields;
+        sent.entries = total;
+        sent.session_id = session_id;
+        (!delta.is_empty()).then_some(Value::Object(delta))
+    }
+
+    /// Calls `extension`'s handlers for `event` (an object with `type`) and returns their
+    /// result; a failure is returned, not reported.
+    pub async fn call_event(
+        &self,
+        extension: &Extension,
+        event: Value,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, CallError> {
+        let Some(process) = self.process(extension) else {
+            return Err(CallError::Exited("no process".into()));
+        };
+        let path = extension.path.clone();
+        let state = self.state_for(extension.process);
+        process
+            .call(
+                |id| ToExtension::Event {
+                    id,
+                    extension: path,
+                    event,
+                    state,
+                },
+                self.timeouts.handler,
+                cancel,
+                None,
+            )
+            .await
+    }
+
+    /// Calls every subscriber's handlers for `event` in load order; failures become
+    /// `extension_error` records and count as "returned nothing". Each result is offered to
+    /// `fold`, which may stop the chain (first-wins events) or rewrite the event the next
+    /// extension sees (chained events).
+    pub async fn emit(
+        &self,
+        mut event: Value,
+        cancel: Option<&CancellationToken>,
+        mut fold: impl FnMut(&mut Value, Value) -> std::ops::ControlFlow<()>,
+    ) -> Value {
+        let Some(kind) = event
+            .get("type")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            return event;
+        };
+        for extension in self.subscribers(&kind) {
+            match self.call_event(&extension, event.clone(), cancel).await {
+                Ok(result) => {
+                    if fold(&mut event, result).is_break() {
+                        break;
+                    }
+                }
+                Err(CallError::Cancelled) => break,
+                Err(err) => self.report(&extension.path, &kind, &err.to_string()).await,
+            }
+        }
+        event
+    }
+
+    /// Sends `event` to every subscriber without waiting for answers: observation events
+    /// after an abort, which must not hold the run's end (their results are ignored anyway,
+    /// and late replies match no call).
+    pub fn emit_detached(&self, event: &Value) {
+        let Some(kind) = event.get("type").and_then(Value::as_str) else {
+            return;
+        };
+        for extension in self.subscribers(kind) {
+            if let Some(process) = self.process(&extension) {
+                process.notify(ToExtension::Event {
+                    id: process.next_id(),
+                    extension: extension.path.clone(),
+                    event: event.clone(),
+                    state: self.state_for(extension.process),
+                });
+            }
+        }
+    }
+
+    /// Writes an `extension_error` record.
+    pub async fn report(&self, path: &str, event: &str, error: &str) {
+        self.shared.report(path, event, error).await;
+    }
+}
+
+impl Shared {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Extension>> {
+        self.extensions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn report(&self, path: &str, event: &str, error: &str) {
+        self.outlet
+            .write(OutboundRecord::Event(Box::new(
+                SessionEvent::ExtensionError {
+                    extension_path: path.to_string(),
+                    event: event.to_string(),
+                    error: error.to_string(),
+                },
+            )))
+            .await;
+    }
+}
+
+impl Extensions {
+    /// Every registered tool with the extension that owns it; the first registration of a
+    /// name wins (ext §5.4).
+    pub fn tools(self: &Arc<Self>) -> Vec<crate::ExtensionTool> {
+        let mut seen = std::collections::HashSet::new();
+        let mut tools = Vec::new();
+        for extension in self.read().iter() {
+            for tool in &extension.manifest.tools {
+                if seen.insert(tool.name.clone()) {
+                    tools.push(crate::ExtensionTool::new(
+                        Arc::clone(self),
+                        extension.path.clone(),
+                        tool.clone(),
+                    ));
+                }
+            }
+        }
+        tools
+    }
+
+    /// Runs a registered tool (`execute_tool`), streaming progress to `updates`.
+    pub(crate) async fn execute_tool(
+        &self,
+        path: &str,
+        registration: &ToolRegistration,
+        tool_call_id: &str,
+        params: Value,
+        cancel: &CancellationToken,
+        updates: mpsc::UnboundedSender<Value>,
+    ) -> Result<Value, CallError> {
+        let extension = self.read().iter().find(|e| e.path == path).cloned();
+        let Some(process) = extension.as_ref().and_then(|e| self.process(e)) else {
+            return Err(CallError::Exited(format!(
+                "Extension \"{path}\" is not running"
+            )));
+        };
+        if process.has_exited() {
+            return Err(CallError::Exited(format!(
+                "Extension \"{path}\" is not running"
+            )));
+        }
+        let state = extension.as_ref().and_then(|e| self.state_for(e.process));
+        process
+            .call(
+                |id| ToExtension::ExecuteTool {
+                    id,
+                    extension: path.to_string(),
+                    tool_call_id: tool_call_id.to_string(),
+                    tool_name: registration.name.clone(),
+                    params,
+                    state,
+                },
+                self.timeouts.tool,
+                Some(cancel),
+                Some(updates),
+            )
+            .await
+    }
+
+    /// The commands, numbered `name:1`, `name:2`… where two extensions share a name (ext §6.2).
+    pub fn commands(&self) -> Vec<CommandInfo> {
+        let extensions = self.read();
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for extension in extensions.iter() {
+            for command in &extension.manifest.commands {
+                *counts.entry(command.name.as_str()).or_default() += 1;
+            }
+        }
+        let mut taken: std::collections::HashSet<String> = counts
+            .iter()
+            .filter(|(_, n)| **n == 1)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        let mut next: HashMap<&str, usize> = HashMap::new();
+        let mut list = Vec::new();
+        for extension in extensions.iter() {
+            for command in &extension.manifest.commands {
+                let name = if counts.get(command.name.as_str()) == Some(&1) {
+                    command.name.clone()
+                } else {
+                    let n = next.entry(command.name.as_str()).or_insert(0);
+                    loop {
+                        *n += 1;
+                        let candidate = format!("{}:{n}", command.name);
+                        if taken.insert(candidate.clone()) {
+                            break candidate;
+                        }
+                    }
+                };
+                list.push(CommandInfo {
+                    name,
+                    registered: command.name.clone(),
+                    description: command.description.clone(),
+                    extension: extension.path.clone(),
+                    source: extension.source,
+                    scope: extension.scope,
+                });
+            }
+        }
+        list
+    }
+
+    /// Runs a command's handler; a failure is reported as pi reports it
+    /// (`extensionPath: "command:<name>"`, `event: "command"`).
+    pub async fn run_command(
+        &self,
+        command: &CommandInfo,
+        args: &str,
+        cancel: Option<&CancellationToken>,
+    ) {
+        let extension = self
+            .read()
+            .iter()
+            .find(|e| e.path == command.extension)
+            .cloned();
+        let Some(process) = extension.as_ref().and_then(|e| self.process(e)) else {
+            return;
+        };
+        let state = extension.as_ref().and_then(|e| self.state_for(e.process));
+        let outcome = process
+            .call(
+                |id| ToExtension::RunCommand {
+                    id,
+                    extension: command.extension.clone(),
+                    name: command.registered.clone(),
+                    args: args.to_string(),
+                    state,
+                },
+                self.timeouts.command,
+                cancel,
+                None,
+            )
+            .await;
+        if let Err(err) = outcome
+            && err != CallError::Cancelled
+        {
+            self.report(
+                &format!("command:{}", command.name),
+                "command",
+                &err.to_string(),
+            )
+            .await;
+        }
+    }
+
+    /// Routes a client's `extension_ui_response` to the dialog it answers. Unknown ids are
+    /// ignored, as pi ignores them.
+    pub fn resolve_ui(&self, response: &ExtensionUiResponse) {
+        let open = self
+            .shared
+            .dialogs
+            .lock()
+            .ok()
+            .and_then(|mut d| d.remove(&response.id));
+        let Some(open) = open else {
+            return;
+        };
+        if let Some(process) = self.processes.get(open.process) {
+            process.dialog(false);
+            process.notify(ToExtension::UiResponse {
+                id: open.id,
+                value: response.value.clone(),
+                confirmed: response.confirmed,
+                cancelled: response.cancelled,
+            });
+        }
+    }
+
+    /// Tells every process to finish.
+    pub fn shutdown(&self) {
+        self.shared
+            .shutting_down
+            .store(true, std::sync::atomic::Ordering::Release);
+        for process in &self.processes {
+            process.shutdown();
+        }
+    }
+
+    /// Sends each extension the values of the flags it registered.
+    pub fn set_flags(&self, values: &HashMap<String, Value>) {
+        for extension in self.read().iter() {
+            let mine: Map<String, Value> = extension
+                .manifest
+                .flags
+                .iter()
+                .filter_map(|f| values.get(&f.name).map(|v| (f.name.clone(), v.clone())))
+                .collect();
+            if let (false, Some(process)) = (mine.is_empty(), self.process(extension)) {
+                process.notify(ToExtension::Flags {
+                    extension: extension.path.clone(),
+                    values: mine,
+                });
+            }
+        }
+    }
+}
+
+impl FrameHandler for Shared {
+    fn frame<'a>(
+        &'a self,
+        index: usize,
+        process: &'a Arc<Process>,
+        frame: FromExtension,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            match frame {
+                FromExtension::UiRequest(request) => {
+                    let dialog = matches!(
+                        request.method,
+                        UiMethod::Select { .. }
+                            | UiMethod::Confirm { .. }
+                            | UiMethod::Input { .. }
+                            | UiMethod::Editor { .. }
+                    );
+                    let id = uuid::Uuid::new_v4().to_string();
+                    if dialog {
+                        process.dialog(true);
+                        if let Ok(mut dialogs) = self.dialogs.lock() {
+                            dialogs.insert(
+                                id.clone(),
+                                OpenDialog {
+                                    process: index,
+                                    id: request.id,
+                                },
+                            );
+                        }
+                    }
+                    self.outlet
+                        .write(OutboundRecord::ExtensionUiRequest(ExtensionUiRequest {
+                            id,
+                            method: request.method,
+                        }))
+                        .await;
+                }
+                FromExtension::UiCancel { id } => {
+                    let withdrawn = self.dialogs.lock().ok().and_then(|mut dialogs| {
+                        let key = dialogs
+                            .iter()
+                            .find(|(_, d)| d.process == index && d.id == id)
+                            .map(|(k, _)| k.clone())?;
+                        dialogs.remove(&key)
+                    });
+                    if withdrawn.is_some() {
+                        process.dialog(false);
+                    }
+                }
+                FromExtension::Action(frame) => {
+                    let replier = frame.id.clone().map(|id| (Arc::clone(process), id));
+                    let request = ActionRequest {
+                        extension: frame.extension.clone(),
+                        frame,
+                        replier,
+                    };
+                    if let Err(unsent) = self.actions.send(request) {
+                        unsent.0.reply(Err("tau is shutting down".into()));
+                    }
+                }
+                FromExtension::Register(frame) => self.register(frame.extension, frame.manifest),
+                FromExtension::ExtensionError {
+                    extension,
+                    event,
+                    error,
+                } => self.report(&extension, &event, &error).await,
+                FromExtension::Response(_) | FromExtension::ToolUpdate { .. } => {}
+            }
+        })
+    }
+
+    fn exited<'a>(&'a self, index: usize, process: &'a Arc<Process>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if self
+                .shutting_down
+                .load(std::sync::atomic::Ordering::Acquire)
+            {
+                return;
+            }
+            let text = process.exit_text();
+            let paths: Vec<String> = self
+                .read()
+                .iter()
+                .filter(|e| e.process == index)
+                .map(|e| e.path.clone())
+                .collect();
+            for path in paths {
+                self.report(&path, "process", &text).await;
+            }
+        })
+    }
+}
+
+impl Shared {
+    /// Adds registrations made after loading: new tools, commands, events and flags.
+    fn register(&self, path: String, manifest: Manifest) {
+        let Ok(mut extensions) = self.extensions.write() else {
+            return;
+        };
+        let Some(extension) = extensions.iter_mut().find(|e| e.path == path) else {
+            return;
+        };
+        let mine = &mut extension.manifest;
+        for tool in manifest.tools {
+            mine.tools.retain(|t| t.name != tool.name);
+            mine.tools.push(tool);
+        }
+        for command in manifest.commands {
+            mine.commands.retain(|c| c.name != command.name);
+            mine.commands.push(command);
+        }
+        for event in manifest.events {
+            if !mine.events.contains(&event) {
+                mine.events.push(event);
+            }
+        }
+        mine.flags.extend(manifest.flags);
+        mine.shortcuts.extend(manifest.shortcuts);
+    }
+}
+
+/// A tool or flag registered by two extensions while loading is a load error naming the
+/// earlier one (ext §1.6).
+fn check_conflicts(extensions: &[Extension]) -> Result<(), LoadError> {
+    let mut tools: HashMap<&str, &str> = HashMap::new();
+    let mut flags: HashMap<&str, &str> = HashMap::new();
+    for extension in extensions {
+        for tool in &extension.manifest.tools {
+            if let Some(earlier) = tools.insert(&tool.name, &extension.path)
+                && earlier != extension.path
+            {
+                return Err(LoadError(format!(
+                    "Failed to load extension \"{}\": Tool \"{}\" conflicts with {earlier}",
+                    extension.path, tool.name
+                )));
+            }
+        }
+        for flag in &extension.manifest.flags {
+            if let Some(earlier) = flags.insert(&flag.name, &extension.path)
+                && earlier != extension.path
+            {
+                return Err(LoadError(format!(
+                    "Failed to load extension \"{}\": Flag \"--{}\" conflicts with {earlier}",
+                    extension.path, flag.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Finds the Node host: `TAU_NODE_HOST`, else `extensions/node-host/host.mjs` in a directory
+/// above the running executable (a checkout's `target/<profile>/tau`), else
+/// `<exe dir>/../share/tau/node-host/host.mjs` (an installed layout).
+pub fn find_node_host() -> Option<PathBuf> {
+    if let Some(given) = std::env::var_os("TAU_NODE_HOST") {
+        return Some(PathBuf::from(given));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let exe_dir = exe.parent()?;
+    let installed = exe_dir.join("../share/tau/node-host/host.mjs");
+    if installed.is_file() {
+        return Some(installed);
+    }
+    exe_dir
+        .ancestors()
+        .map(|dir| dir.join("extensions/node-host/host.mjs"))
+        .find(|candidate| Path::is_file(candidate))
+}

@@ -1,0 +1,293 @@
+//! The extension protocol (`docs/extensions.md`): the frames tau and an extension process
+//! exchange over the process's stdin and stdout. A second wire next to RPC mode's, owned here
+//! for the same reason: one place says what crosses it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::rpc::UiMethod;
+
+/// The protocol version tau speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A frame tau writes to an extension process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ToExtension {
+    Initialize {
+        id: String,
+        protocol: u32,
+        tau: String,
+        cwd: String,
+        agent_dir: String,
+        mode: String,
+        #[serde(rename = "hasUI")]
+        has_ui: bool,
+        extensions: Vec<String>,
+        state: Value,
+    },
+    Flags {
+        extension: String,
+        values: Map<String, Value>,
+    },
+    Event {
+        id: String,
+        extension: String,
+        event: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<Value>,
+    },
+    ExecuteTool {
+        id: String,
+        extension: String,
+        tool_call_id: String,
+        tool_name: String,
+        params: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<Value>,
+    },
+    PrepareArguments {
+        id: String,
+        extension: String,
+        tool_name: String,
+        arguments: Value,
+    },
+    RunCommand {
+        id: String,
+        extension: String,
+        name: String,
+        args: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<Value>,
+    },
+    Cancel {
+        id: String,
+    },
+    UiResponse {
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confirmed: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cancelled: Option<bool>,
+    },
+    Response(Reply),
+    Shutdown,
+}
+
+/// The answer to a request, in either direction: `result` or `error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A frame an extension process writes to tau.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum FromExtension {
+    Response(Reply),
+    ToolUpdate {
+        id: String,
+        partial_result: Value,
+    },
+    UiRequest(UiRequestFrame),
+    UiCancel {
+        id: String,
+    },
+    Action(ActionFrame),
+    Register(RegisterFrame),
+    ExtensionError {
+        extension: String,
+        event: String,
+        error: String,
+    },
+}
+
+/// `ui_request`: a dialog or a display update, in RPC mode's own method shapes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UiRequestFrame {
+    pub id: String,
+    pub extension: String,
+    #[serde(flatten)]
+    pub method: UiMethod,
+}
+
+/// `action`: a `pi.*` or `ctx.*` call that changes tau's state. The action's own fields stay
+/// a map until the action is known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionFrame {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub extension: String,
+    pub action: String,
+    #[serde(flatten)]
+    pub fields: Map<String, Value>,
+}
+
+/// `register`: registrations made after `initialize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegisterFrame {
+    pub extension: String,
+    #[serde(flatten)]
+    pub manifest: Manifest,
+}
+
+/// What an extension registered.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    #[serde(default)]
+    pub tools: Vec<ToolRegistration>,
+    #[serde(default)]
+    pub commands: Vec<CommandRegistration>,
+    #[serde(default)]
+    pub flags: Vec<FlagRegistration>,
+    #[serde(default)]
+    pub events: Vec<String>,
+    #[serde(default)]
+    pub shortcuts: Vec<String>,
+}
+
+/// A tool an extension registered (ext §5.1, without the functions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRegistration {
+    pub name: String,
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "empty_object")]
+    pub parameters: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_snippet: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_guidelines: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prepare_arguments: bool,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+/// A slash command an extension registered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandRegistration {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// A CLI flag an extension registered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlagRegistration {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: FlagKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlagKind {
+    Boolean,
+    String,
+}
+
+/// One entry of the `initialize` answer: a manifest, or why the entry did not load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadOutcome {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<Manifest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The `initialize` answer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Initialized {
+    #[serde(default)]
+    pub extensions: Vec<LoadOutcome>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn frames_read_as_the_document_writes_them() {
+        let frame: FromExtension = serde_json::from_value(json!({
+            "type": "ui_request", "id": "3", "extension": "/x.py",
+            "method": "confirm", "title": "Run?", "message": "rm -rf", "timeout": 500
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let FromExtension::UiRequest(request) = frame else {
+            panic!("not a ui_request");
+        };
+        assert_eq!(
+            request.method,
+            UiMethod::Confirm {
+                title: "Run?".into(),
+                message: "rm -rf".into(),
+                timeout: Some(500)
+            }
+        );
+        let frame: FromExtension = serde_json::from_value(json!({
+            "type": "action", "id": "4", "extension": "/x.py",
+            "action": "append_entry", "customType": "state", "data": {"n": 1}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let FromExtension::Action(action) = frame else {
+            panic!("not an action");
+        };
+        assert_eq!(action.action, "append_entry");
+        assert_eq!(action.fields["customType"], "state");
+    }
+
+    #[test]
+    fn requests_write_camel_case_fields() {
+        let frame = ToExtension::ExecuteTool {
+            id: "1".into(),
+            extension: "/x.py".into(),
+            tool_call_id: "c1".into(),
+            tool_name: "shout".into(),
+            params: json!({"text": "hi"}),
+            state: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&frame).unwrap_or_default(),
+            json!({"type": "execute_tool", "id": "1", "extension": "/x.py",
+                   "toolCallId": "c1", "toolName": "shout", "params": {"text": "hi"}})
+        );
+        let reply = ToExtension::Response(Reply {
+            id: "9".into(),
+            result: Some(json!({"id": "e1"})),
+            error: None,
+        });
+        assert_eq!(
+            serde_json::to_value(&reply).unwrap_or_default(),
+            json!({"type": "response", "id": "9", "result": {"id": "e1"}})
+        );
+    }
+}

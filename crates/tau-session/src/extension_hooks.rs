@@ -1,0 +1,175 @@
+//! The extension events whose results change what the session does, folded by pi's rules
+//! (ext §3.2): `tool_call` (first block wins; input edits carry on to the next handler and to
+//! the execution).
+
+use std::ops::ControlFlow;
+
+use serde_json::{Map, Value, json};
+use tau_extensions::{CallError, Extensions};
+
+/// pi's text for a block without a reason.
+const BLOCKED: &str = "Tool execution was blocked";
+
+/// Runs the `tool_call` handlers for a validated call. A handler that fails, times out or is
+/// cut off blocks the call (pi treats a throwing `tool_call` handler as a block, and a hung
+/// one must not let the call through): the error text becomes the reason.
+pub(crate) async fn tool_call(
+    extensions: &Extensions,
+    call: &tau_ai::ToolCall,
+    arguments: Map<String, Value>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Map<String, Value>, String> {
+    let mut input = arguments;
+    for extension in extensions.subscribers("tool_call") {
+        let event = json!({
+            "type": "tool_call",
+            "toolCallId": call.id,
+            "toolName": call.name,
+            "input": input,
+        });
+        let result = match extensions.call_event(&extension, event, Some(cancel)).await {
+            Ok(result) => result,
+            Err(CallError::TimedOut(ms)) => {
+                let error = CallError::TimedOut(ms).to_string();
+                extensions
+                    .report(&extension.path, "tool_call", &error)
+                    .await;
+                return Err(error);
+            }
+            Err(err) => return Err(err.to_string()),
+        };
+        if let Some(Value::Object(edited)) = result.get("input") {
+            input = edited.clone();
+        }
+        if result.get("block").and_then(Value::as_bool) == Some(true) {
+            let reason = result
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or(BLOCKED);
+            return Err(reason.to_string());
+        }
+    }
+    Ok(input)
+}
+
+/// `session_start` (and the other observation-only session events): every subscriber in
+/// load order, results ignored.
+pub async fn notify(extensions: &Extensions, event: Value) {
+    extensions
+        .emit(event, None, |_, _| ControlFlow::Continue(()))
+        .await;
+}
+
+/// What the `input` handlers made of a prompt (ext §3.2).
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputOutcome {
+    /// Go on with this text and these images (transformed or not).
+    Continue {
+        text: String,
+        images: Vec<tau_ai::ImageContent>,
+    },
+    /// A handler took care of it: no run.
+    Handled,
+}
+
+/// Runs the `input` handlers: transforms chain, the first `handled` ends it. `source` is
+/// `rpc` or `extension`; `streaming_behavior` is set only while a run streams.
+pub async fn input(
+    extensions: &Extensions,
+    text: String,
+    images: Vec<tau_ai::ImageContent>,
+    source: &str,
+    streaming_behavior: Option<&str>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> InputOutcome {
+    let mut event = json!({"type": "input", "text": text, "source": source});
+    if !images.is_empty() {
+        event["images"] = json!(images);
+    }
+    if let Some(behavior) = streaming_behavior {
+        event["streamingBehavior"] = json!(behavior);
+    }
+    let mut handled = false;
+    let event = extensions
+        .emit(event, Some(cancel), |event, result| {
+            match result.get("action").and_then(Value::as_str) {
+                Some("handled") => {
+                    handled = true;
+                    return ControlFlow::Break(());
+                }
+                Some("transform") => {
+                    if let Some(text) = result.get("text") {
+                        event["text"] = text.clone();
+                    }
+                    if let Some(images) = result.get("images") {
+                        event["images"] = images.clone();
+                    }
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        })
+        .await;
+    if handled {
+        return InputOutcome::Handled;
+    }
+    InputOutcome::Continue {
+        text: event["text"].as_str().unwrap_or_default().to_string(),
+        images: event
+            .get("images")
+            .and_then(|i| serde_json::from_value(i.clone()).ok())
+            .unwrap_or_default(),
+    }
+}
+
+/// What the `before_agent_start` handlers add to a run (ext §3.2).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentStartChanges {
+    /// Custom messages placed after the prompt.
+    pub messages: Vec<tau_agent::AgentMessage>,
+    /// The system prompt for this run, when a handler changed it.
+    pub system_prompt: Option<String>,
+}
+
+/// Runs the `before_agent_start` handlers: every `message` is kept, `systemPrompt` chains.
+pub async fn before_agent_start(
+    extensions: &Extensions,
+    prompt: &str,
+    images: &[tau_ai::ImageContent],
+    system_prompt: String,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> AgentStartChanges {
+    let mut event = json!({"type": "before_agent_start", "prompt": prompt,
+        "systemPrompt": system_prompt});
+    if !images.is_empty() {
+        event["images"] = json!(images);
+    }
+    let mut messages = Vec::new();
+    let mut changed = false;
+    let event = extensions
+        .emit(event, Some(cancel), |event, result| {
+            if let Some(message) = result.get("message").filter(|m| m.is_object()) {
+                let mut message = message.clone();
+                message["role"] = json!("custom");
+                message["timestamp"] = json!(tau_ai::now_ms());
+                if message.get("display").is_none() {
+                    message["display"] = json!(true);
+                }
+                if let Ok(message) = serde_json::from_value(message) {
+                    messages.push(message);
+                }
+            }
+            if let Some(prompt) = result.get("systemPrompt").filter(|p| p.is_string()) {
+                event["systemPrompt"] = prompt.clone();
+                changed = true;
+            }
+            ControlFlow::Continue(())
+        })
+        .await;
+    AgentStartChanges {
+        messages,
+        system_prompt: changed
+            .then(|| event["systemPrompt"].as_str().map(str::to_string))
+            .flatten(),
+    }
+}

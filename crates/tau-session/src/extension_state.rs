@@ -1,0 +1,65 @@
+//! The session as extensions mirror it (docs/extensions.md §5): the session's own keys (model,
+//! thinking level, tools), refreshed by the session when it handles a command, and the live
+//! ones (idle, queues, session file, entries) read from the conversation when a frame leaves.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+
+use crate::conversation::Conversation;
+
+/// The state source the extensions read.
+#[derive(Debug)]
+pub(crate) struct ExtensionState {
+    pub conversation: Arc<Conversation>,
+    /// Keys only the session knows; replaced whole by [`AgentSession::refresh_extension_state`].
+    pub session_keys: Mutex<Map<String, Value>>,
+}
+
+impl tau_extensions::StateSource for ExtensionState {
+    fn fields(&self) -> Map<String, Value> {
+        let mut fields = self
+            .session_keys
+            .lock()
+            .map(|k| k.clone())
+            .unwrap_or_default();
+        {
+            let state = self.conversation.lock();
+            fields.insert("isIdle".into(), Value::Bool(!state.run_active));
+            let pending = !state.steering.is_empty()
+                || !state.follow_up.is_empty()
+                || !state.delivering.is_empty();
+            fields.insert("hasPendingMessages".into(), Value::Bool(pending));
+        }
+        let store = self.conversation.store();
+        fields.insert("sessionId".into(), store.session_id().into());
+        if let Some(file) = store.file_path() {
+            fields.insert("sessionFile".into(), file.display().to_string().into());
+        }
+        fields.insert(
+            "sessionName".into(),
+            store.session_name().map_or(Value::Null, Into::into),
+        );
+        fields.insert(
+            "leafId".into(),
+            store.leaf_id().map_or(Value::Null, Into::into),
+        );
+        if let Ok(header) = serde_json::to_value(store.header()) {
+            fields.insert("header".into(), header);
+        }
+        fields
+    }
+
+    fn entries_since(&self, from: usize, session_id: &str) -> Option<(Vec<Value>, usize)> {
+        let store = self.conversation.store();
+        let entries = store.entries();
+        if store.session_id() != session_id || entries.len() < from {
+            return None;
+        }
+        let appended = entries[from..]
+            .iter()
+            .filter_map(|e| serde_json::to_value(e).ok())
+            .collect();
+        Some((appended, entries.len()))
+    }
+}

@@ -1,0 +1,465 @@
+//! Extensions as processes, black-box: a Python extension (`tests/fixtures/extensions/guard.py`)
+//! speaking docs/extensions.md drives tools, `tool_call` blocking, commands with dialogs,
+//! actions, `extension_error`, load failures, deadlines and a crashing process.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tau_mock_llm::{BackgroundMock, MockServer, Reply};
+use tau_test_kit::Tau;
+
+use crate::{ready_tau, tau};
+
+fn guard_path() -> String {
+    format!(
+        "{}/tests/fixtures/extensions/guard.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn models(mock: &BackgroundMock) -> String {
+    json!({"providers": {"mock": {
+        "baseUrl": format!("{}/v1", mock.url()), "api": "openai-completions", "apiKey": "mock-key",
+        "models": [{"id": "mock-1", "reasoning": true, "contextWindow": 100000, "maxTokens": 4096}],
+    }}})
+    .to_string()
+}
+
+fn start(mode: &str, settings: Option<Value>) -> (BackgroundMock, Tau) {
+    let mock = MockServer::start_background().unwrap();
+    let mut builder = tau()
+        .agent_file("models.json", models(&mock))
+        .env("GUARD_MODE", mode)
+        .arg("--no-session")
+        .arg("-e")
+        .arg(guard_path());
+    if let Some(settings) = settings {
+        builder = builder.agent_file("settings.json", settings.to_string());
+    }
+    (mock, ready_tau(builder))
+}
+
+/// Records up to and including the first of `kind`.
+fn until(t: &mut Tau, kind: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        let record = t
+            .next_record(Duration::from_secs(15))
+            .unwrap_or_else(|| panic!("no {kind} within 15 s; got {out:?}"));
+        let json = record.json.expect("JSON records");
+        let done = json["type"] == kind;
+        out.push(json);
+        if done {
+            return out;
+        }
+    }
+}
+
+#[test]
+fn session_start_tools_and_blocking_through_a_python_extension() {
+    let (mock, mut t) = start("", None);
+    let notify = t.event("extension_ui_request");
+    assert_eq!(notify["method"], "notify");
+    assert_eq!(
+        notify["message"], "guard ready (startup) on mock-1",
+        "the handler read the model from its mirror"
+    );
+
+    mock.push(
+        Reply::new()
+            .tool_call("c1", "shout", json!({"text": "hello"}))
+            .tool_call("c2", "bash", json!({"command": "echo hi"})),
+    );
+    mock.push(Reply::text("done"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "shout"}));
+    let records = until(&mut t, "agent_settled");
+    let end_of = |id: &str| {
+        records
+            .iter()
+            .find(|r| r["type"] == "tool_execution_end" && r["toolCallId"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no tool_execution_end for {id}"))
+    };
+    let shout = end_of("c1");
+    assert_eq!(shout["isError"], false);
+    assert_eq!(
+        shout["result"],
+        json!({"content": [{"type": "text", "text": "HELLO!"}], "details": {"length": 6}}),
+        "the tool ran with the input the tool_call handler edited"
+    );
+    assert!(
+        records.iter().any(|r| r["type"] == "tool_execution_update"
+            && r["partialResult"]["content"][0]["text"] == "shouting"),
+        "progress is reported"
+    );
+    let bash = end_of("c2");
+    assert_eq!(bash["isError"], true);
+    assert_eq!(
+        bash["result"]["content"][0]["text"],
+        "bash is not allowed here"
+    );
+    let first = mock.requests()[0].body.to_string();
+    assert!(first.contains("\"shout\""), "the extension tool is offered");
+    assert!(first.contains("Upper-cases the text"));
+
+    // The failing agent_end handler is reported before agent_end itself.
+    let error = records
+        .iter()
+        .position(|r| r["type"] == "extension_error")
+        .expect("extension_error");
+    let agent_end = records
+        .iter()
+        .position(|r| r["type"] == "agent_end")
+        .expect("agent_end");
+    assert!(error < agent_end);
+    assert_eq!(
+        records[error],
+        json!({"type": "extension_error", "extensionPath": guard_path(),
+               "event": "agent_end", "error": "agent_end handler failed"})
+    );
+}
+
+#[test]
+fn a_command_opens_a_dialog_and_answers_the_prompt_when_done() {
+    let (_mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    let commands = t.request(json!({"id": "c", "type": "get_commands"}));
+    assert_eq!(
+        commands["data"]["commands"][0],
+        json!({"name": "greet", "description": "Greets after asking", "source": "extension",
+               "sourceInfo": {"path": guard_path(), "source": "cli", "scope": "temporary",
+                              "origin": "top-level"}})
+    );
+    assert_eq!(
+        commands["data"]["commands"][1],
+        json!({"name": "state", "source": "extension",
+               "sourceInfo": {"path": guard_path(), "source": "cli", "scope": "temporary",
+                              "origin": "top-level"}}),
+        "no description key when none was registered"
+    );
+
+    t.send(&json!({"id": "g", "type": "prompt", "message": "/greet world"}));
+    let dialog = t.event("extension_ui_request");
+    assert_eq!(dialog["method"], "confirm");
+    assert_eq!(dialog["title"], "Greet?");
+    assert_eq!(dialog["message"], "Say hello to world");
+    // The input loop is free while the command waits: another command is answered.
+    let state = t.request(json!({"id": "s", "type": "get_state"}));
+    assert_eq!(state["success"], true);
+
+    let id = dialog["id"].as_str().unwrap().to_string();
+    t.send(&json!({"type": "extension_ui_response", "id": id, "confirmed": true}));
+    let records = until(&mut t, "response");
+    let notify = records
+        .iter()
+        .find(|r| r["method"] == "notify")
+        .expect("notify");
+    assert_eq!(notify["message"], "greeting confirmed");
+    let status = records
+        .iter()
+        .find(|r| r["method"] == "setStatus")
+        .expect("setStatus after the entry was written");
+    let response = records.last().unwrap();
+    assert_eq!(response["id"], "g");
+    assert_eq!(response["success"], true);
+
+    let entries = t.request(json!({"id": "e", "type": "get_entries"}));
+    let custom = entries["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "custom")
+        .cloned()
+        .expect("the action appended a custom entry");
+    assert_eq!(custom["customType"], "greeting");
+    assert_eq!(custom["data"], json!({"answer": "confirmed"}));
+    assert_eq!(
+        status["statusText"],
+        format!("entry {}", custom["id"].as_str().unwrap()),
+        "the action's answer carried the new entry's id"
+    );
+
+    let queued = t.request(json!({"id": "q", "type": "steer", "message": "/greet x"}));
+    assert_eq!(
+        queued["error"],
+        "Extension command \"/greet\" cannot be queued. Use prompt() or execute the command when not streaming."
+    );
+}
+
+#[test]
+fn a_load_failure_stops_tau_before_any_record() {
+    // GUARD_MODE reaches the extension through the environment of the spawned tau.
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tau"))
+        .args(["--mode", "rpc", "--no-session", "-e", &guard_path()])
+        .env("GUARD_MODE", "load_error")
+        .env("TAU_AGENT_DIR", tempfile::tempdir().unwrap().path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = child.wait_with_output_timeout();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty(), "nothing on stdout");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim_end(),
+        format!(
+            "Error: Failed to load extension \"{}\": Failed to load extension: boom",
+            guard_path()
+        )
+    );
+
+    let missing = format!("{}/nope.py", env!("CARGO_MANIFEST_DIR"));
+    let (status, stdout, stderr) = tau_test_kit::run_once(
+        std::path::Path::new(env!("CARGO_BIN_EXE_tau")),
+        &["--mode", "rpc", "--no-session", "-e", &missing],
+        b"",
+    );
+    assert_eq!(status.code(), Some(1));
+    assert!(stdout.is_empty());
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "Error: Failed to load extension \"{missing}\": Extension path does not exist: {missing}"
+        )
+    );
+}
+
+trait WaitWithTimeout {
+    fn wait_with_output_timeout(self) -> std::process::Output;
+}
+
+impl WaitWithTimeout for std::process::Child {
+    fn wait_with_output_timeout(self) -> std::process::Output {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(self.wait_with_output());
+        });
+        rx.recv_timeout(Duration::from_secs(20))
+            .expect("tau exits")
+            .expect("output")
+    }
+}
+
+#[test]
+fn a_hung_handler_meets_its_deadline_and_the_run_goes_on() {
+    let (mock, mut t) = start(
+        "hang",
+        Some(json!({"extensionTimeouts": {"handlerMs": 300}})),
+    );
+    t.event("extension_ui_request");
+    mock.push(Reply::text("still answered"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    let records = until(&mut t, "agent_settled");
+    let error = records
+        .iter()
+        .find(|r| r["type"] == "extension_error" && r["event"] == "turn_start")
+        .expect("the hung turn_start handler is reported");
+    assert_eq!(error["error"], "Timed out after 300 ms");
+    assert!(
+        records
+            .iter()
+            .any(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant"),
+        "the reply still streamed"
+    );
+}
+
+#[test]
+fn a_crashed_extension_is_reported_and_its_tool_fails_cleanly() {
+    let (mock, mut t) = start("crash_on_tool", None);
+    t.event("extension_ui_request");
+    mock.push(Reply::new().tool_call("c1", "shout", json!({"text": "x"})));
+    mock.push(Reply::text("after the crash"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "shout"}));
+    let records = until(&mut t, "agent_settled");
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_end")
+        .expect("tool_execution_end");
+    assert_eq!(end["isError"], true);
+    assert_eq!(
+        end["result"]["content"][0]["text"],
+        "Extension process exited (exit code 3)"
+    );
+    assert!(
+        records.iter().any(|r| r["type"] == "extension_error"
+            && r["event"] == "process"
+            && r["error"] == "Extension process exited (exit code 3)"),
+        "the crash is reported: {records:?}"
+    );
+    // tau itself keeps answering.
+    let state = t.request(json!({"id": "s", "type": "get_state"}));
+    assert_eq!(state["success"], true);
+}
+
+#[test]
+fn abort_ends_a_run_that_a_hung_handler_holds() {
+    // The default handler deadline is 30 s: only the abort can end this run in time.
+    let (_mock, mut t) = start("hang", None);
+    t.event("extension_ui_request");
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    t.event("agent_start");
+    // The turn_start handler never answers, and pi's order puts extensions first: neither
+    // the RPC turn_start nor the reply comes.
+    std::thread::sleep(Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    let aborted = t.request(json!({"id": "a", "type": "abort"}));
+    assert_eq!(aborted["success"], true);
+    let records = until(&mut t, "agent_settled");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the abort did not wait for the handler's deadline"
+    );
+    assert!(records.iter().any(|r| r["type"] == "agent_end"));
+}
+
+#[test]
+fn the_extension_mirror_follows_the_session() {
+    let (mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    mock.push(Reply::text("hello"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    until(&mut t, "agent_settled");
+    t.request(json!({"id": "th", "type": "set_thinking_level", "level": "high"}));
+    t.send(&json!({"id": "s", "type": "prompt", "message": "/state"}));
+    let notify = t.event("extension_ui_request");
+    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    let entries = t.request(json!({"id": "e", "type": "get_entries"}));
+    let ids: Vec<Value> = entries["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].clone())
+        .collect();
+    assert_eq!(
+        mirror["entryIds"],
+        Value::Array(ids),
+        "every entry, in order"
+    );
+    assert_eq!(mirror["leafId"], entries["data"]["leafId"]);
+    assert_eq!(mirror["isIdle"], true);
+    assert_eq!(mirror["thinkingLevel"], "high");
+    assert_eq!(
+        mirror["activeTools"],
+        json!(["read", "bash", "edit", "write", "shout"])
+    );
+}
+
+#[test]
+fn extension_flags_come_from_the_command_line() {
+    let mock = MockServer::start_background().unwrap();
+    let mut t = ready_tau(
+        tau()
+            .agent_file("models.json", models(&mock))
+            .arg("--no-session")
+            .arg("--loud")
+            .arg("--greeting=hey")
+            .arg("-e")
+            .arg(guard_path()),
+    );
+    t.event("extension_ui_request");
+    t.send(&json!({"id": "s", "type": "prompt", "message": "/state"}));
+    let notify = t.event("extension_ui_request");
+    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    assert_eq!(mirror["flags"], json!({"loud": true, "greeting": "hey"}));
+
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--mode", "rpc", "--no-session", "-e"];
+        let guard = guard_path();
+        args.push(&guard);
+        args.extend_from_slice(extra);
+        let (status, stdout, stderr) =
+            tau_test_kit::run_once(std::path::Path::new(env!("CARGO_BIN_EXE_tau")), &args, b"");
+        assert_eq!(status.code(), Some(1), "{stderr}");
+        assert!(stdout.is_empty());
+        stderr.trim_end().to_string()
+    };
+    assert_eq!(run(&["--nope"]), "Error: Unknown option: --nope");
+    assert_eq!(
+        run(&["--nope", "--nah=1"]),
+        "Error: Unknown options: --nope, --nah"
+    );
+    assert_eq!(
+        run(&["--greeting"]),
+        "Error: Extension flag \"--greeting\" requires a value"
+    );
+}
+
+#[test]
+fn input_and_before_agent_start_shape_the_run() {
+    let (mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+
+    let handled = t.request(json!({"id": "h", "type": "prompt", "message": "secret plan"}));
+    assert_eq!(handled["success"], true);
+    assert!(handled.get("data").is_none(), "nothing started");
+
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "rewrite: hello"}));
+    let records = until(&mut t, "agent_settled");
+    assert!(
+        !records
+            .iter()
+            .any(|r| r["type"] == "response" && r["id"] == "h")
+    );
+    let starts: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "message_start")
+        .collect();
+    assert_eq!(starts[0]["message"]["role"], "user");
+    assert_eq!(starts[0]["message"]["content"][0]["text"], "hello");
+    assert_eq!(starts[1]["message"]["role"], "custom");
+    assert_eq!(starts[1]["message"]["customType"], "note");
+    let body = mock.requests()[0].body.to_string();
+    assert!(
+        body.contains("GUARD ACTIVE"),
+        "the system prompt was changed"
+    );
+    assert!(
+        body.contains("remember the guard"),
+        "the custom message is context"
+    );
+    assert!(!body.contains("rewrite:"), "the transformed text was sent");
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "the handled prompt never reached the model"
+    );
+
+    let entries = t.request(json!({"id": "e", "type": "get_entries"}));
+    assert!(
+        entries["data"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "custom_message" && e["customType"] == "note"),
+        "stored as a custom_message entry"
+    );
+}
+
+#[test]
+fn a_dialog_inside_an_input_handler_is_answered_through_the_busy_input_loop() {
+    let (mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "ask"}));
+    let dialog = t.event("extension_ui_request");
+    assert_eq!(dialog["method"], "confirm");
+    let id = dialog["id"].as_str().unwrap().to_string();
+    t.send(&json!({"type": "extension_ui_response", "id": id, "confirmed": true}));
+    let response = t.response("p");
+    assert_eq!(response["success"], true);
+    until(&mut t, "agent_settled");
+    assert!(
+        mock.requests()[0]
+            .body
+            .to_string()
+            .contains("asked and confirmed")
+    );
+
+    // An abort cuts off a handler that waits on a dialog nobody answers.
+    t.send(&json!({"id": "p2", "type": "prompt", "message": "ask"}));
+    t.event("extension_ui_request");
+    let aborted = t.request(json!({"id": "a", "type": "abort"}));
+    assert_eq!(aborted["success"], true);
+}
