@@ -34,6 +34,15 @@ pub trait AgentTool: Send + Sync {
     fn description(&self) -> &str;
     /// JSON Schema of the arguments.
     fn parameters(&self) -> &Value;
+    /// The tool's line in the system prompt's tool list; `None` leaves it out (pi lists an
+    /// extension's tool only when it gives a `promptSnippet`).
+    fn prompt_snippet(&self) -> Option<String> {
+        self.description().lines().next().map(str::to_string)
+    }
+    /// Lines added to the system prompt's guidelines while the tool is offered.
+    fn prompt_guidelines(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Rewrites raw arguments before they are validated (pi's `prepareArguments`; `edit`
     /// folds its legacy single-edit form into the multi-edit one here).
     fn prepare_arguments(&self, arguments: Map<String, Value>) -> Map<String, Value> {

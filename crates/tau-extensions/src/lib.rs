@@ -13,7 +13,7 @@ pub use discovery::{DiscoveryError, Entry, Launch, Sources, discover};
 pub use process::CallError;
 pub use runner::{
     ActionRequest, CommandInfo, Extension, Extensions, LoadConfig, LoadError, Outlet, StateSource,
-    Timeouts, find_node_host,
+    Timeouts, Work, find_node_host,
 };
 pub use tau_protocol::extension::{FlagKind, FlagRegistration, Manifest};
 pub use tool::ExtensionTool;

@@ -107,6 +107,15 @@ impl ActionRequest {
     }
 }
 
+/// What the extensions ask of the session's input loop, in the order their processes wrote it.
+#[derive(Debug)]
+pub enum Work {
+    /// Carry out an `action` frame.
+    Action(ActionRequest),
+    /// Signal when everything before this has been carried out.
+    Barrier(tokio::sync::oneshot::Sender<()>),
+}
+
 /// One loaded extension.
 #[derive(Debug, Clone)]
 pub struct Extension {
@@ -157,7 +166,7 @@ struct Shared {
     extensions: RwLock<Vec<Extension>>,
     outlet: Arc<dyn Outlet>,
     dialogs: Mutex<HashMap<String, OpenDialog>>,
-    actions: mpsc::UnboundedSender<ActionRequest>,
+    actions: mpsc::UnboundedSender<Work>,
     /// Set by [`Extensions::shutdown`]: processes ending after it are not failures.
     shutting_down: std::sync::atomic::AtomicBool,
 }
@@ -227,7 +236,7 @@ impl Extensions {
         entries: &[Entry],
         config: &LoadConfig,
         outlet: Arc<dyn Outlet>,
-    ) -> Result<(Arc<Self>, mpsc::UnboundedReceiver<ActionRequest>), LoadError> {
+    ) -> Result<(Arc<Self>, mpsc::UnboundedReceiver<Work>), LoadError> {
         let (actions_tx, actions_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             extensions: RwLock::default(),
@@ -631,6 +640,15 @@ impl Extensions {
         list
     }
 
+    /// Returns once the input loop has carried out every action the processes sent so far
+    /// (a command's `sendMessage` is on stdout before the command's response, as in pi).
+    pub async fn actions_applied(&self) {
+        let (done, applied) = tokio::sync::oneshot::channel();
+        if self.shared.actions.send(Work::Barrier(done)).is_ok() {
+            let _ = applied.await;
+        }
+    }
+
     /// Runs a command's handler; a failure is reported as pi reports it
     /// (`extensionPath: "command:<name>"`, `event: "command"`).
     pub async fn run_command(
@@ -782,8 +800,10 @@ impl FrameHandler for Shared {
                         frame,
                         replier,
                     };
-                    if let Err(unsent) = self.actions.send(request) {
-                        unsent.0.reply(Err("tau is shutting down".into()));
+                    if let Err(unsent) = self.actions.send(Work::Action(request))
+                        && let Work::Action(request) = unsent.0
+                    {
+                        request.reply(Err("tau is shutting down".into()));
                     }
                 }
                 FromExtension::Register(frame) => self.register(frame.extension, frame.manifest),

@@ -68,6 +68,20 @@ impl AgentTool for ExtensionTool {
         &self.registration.parameters
     }
 
+    fn prompt_snippet(&self) -> Option<String> {
+        // pi collapses the snippet to one line.
+        let snippet = self.registration.prompt_snippet.as_deref()?;
+        let line = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+        (!line.is_empty()).then_some(line)
+    }
+
+    fn prompt_guidelines(&self) -> Vec<String> {
+        self.registration
+            .prompt_guidelines
+            .clone()
+            .unwrap_or_default()
+    }
+
     fn execute<'a>(
         &'a self,
         call_id: &'a str,

@@ -82,7 +82,7 @@ impl LoopInterrupt {
 /// Extensions loaded before the server starts, and what connects them to it.
 pub struct LoadedExtensions {
     pub set: std::sync::Arc<tau_extensions::Extensions>,
-    pub actions: mpsc::UnboundedReceiver<tau_extensions::ActionRequest>,
+    pub actions: mpsc::UnboundedReceiver<tau_extensions::Work>,
     pub outlet: std::sync::Arc<tau_session::ExtensionOutlet>,
 }
 
@@ -237,6 +237,38 @@ impl RpcServer {
                 _ => Err("set_model needs a provider and a modelId".into()),
             },
             "send_user_message" => self.send_user_message(fields).await,
+            "send_message" => match fields.get("message").cloned().map(|mut m| {
+                m["role"] = json!("custom");
+                m["timestamp"] = json!(tau_ai::now_ms());
+                if m.get("display").is_none() {
+                    m["display"] = json!(true);
+                }
+                serde_json::from_value::<tau_protocol::CustomMessage>(m)
+            }) {
+                Some(Ok(message)) => self
+                    .session
+                    .send_custom_message(
+                        message,
+                        fields.get("triggerTurn").and_then(Value::as_bool) == Some(true),
+                        text("deliverAs").as_deref(),
+                    )
+                    .await
+                    .map(|()| Value::Null)
+                    .map_err(|e| e.to_string()),
+                Some(Err(err)) => Err(format!("send_message: malformed message: {err}")),
+                None => Err("send_message needs a message".into()),
+            },
+            "set_active_tools" => match fields.get("names").and_then(Value::as_array) {
+                Some(names) => {
+                    let names = names
+                        .iter()
+                        .filter_map(|n| n.as_str().map(str::to_string))
+                        .collect();
+                    self.session.set_active_tools(names);
+                    Ok(Value::Null)
+                }
+                None => Err("set_active_tools needs names".into()),
+            },
             "abort" => {
                 self.session.abort().await;
                 Ok(Value::Null)
@@ -305,6 +337,90 @@ impl RpcServer {
         }
     }
 
+    /// A session replacement with extensions loaded (ext §3.3): `session_before_switch` or
+    /// `session_before_fork` (the first `cancel` stops it), `session_shutdown`, the change,
+    /// then `session_start` for the new session.
+    async fn replace_session(
+        &mut self,
+        extensions: &tau_extensions::Extensions,
+        id: Option<Value>,
+        command: RpcCommand,
+    ) -> Vec<u8> {
+        let name = command.name();
+        let leaf = self.session.leaf_id();
+        let (before, reason, target) = match &command {
+            RpcCommand::NewSession(_) => (
+                json!({"type": "session_before_switch", "reason": "new"}),
+                "new",
+                None,
+            ),
+            RpcCommand::SwitchSession(c) => (
+                json!({"type": "session_before_switch", "reason": "resume",
+                    "targetSessionFile": c.session_path}),
+                "resume",
+                Some(c.session_path.clone()),
+            ),
+            RpcCommand::Fork(c) => (
+                json!({"type": "session_before_fork", "entryId": c.entry_id,
+                    "position": "before"}),
+                "fork",
+                None,
+            ),
+            RpcCommand::Branch(c) => (
+                json!({"type": "session_before_fork", "entryId": c.entry_id,
+                    "position": "before"}),
+                "fork",
+                None,
+            ),
+            _ => (
+                json!({"type": "session_before_fork", "entryId": leaf, "position": "at"}),
+                "fork",
+                None,
+            ),
+        };
+        let mut cancelled = false;
+        extensions
+            .emit(before, Some(&self.interrupt.current()), |_, result| {
+                if result.get("cancel").and_then(Value::as_bool) == Some(true) {
+                    cancelled = true;
+                    return std::ops::ControlFlow::Break(());
+                }
+                std::ops::ControlFlow::Continue(())
+            })
+            .await;
+        if cancelled {
+            return match command {
+                RpcCommand::Fork(_) | RpcCommand::Branch(_) => ok(
+                    id,
+                    name,
+                    &ForkData {
+                        text: None,
+                        cancelled: true,
+                    },
+                ),
+                _ => ok(id, name, &CancelledData { cancelled: true }),
+            };
+        }
+        let previous_id = self.session.session_id();
+        let previous_file = self.session.session_file();
+        let mut shutdown = json!({"type": "session_shutdown", "reason": reason});
+        if let Some(target) = target {
+            shutdown["targetSessionFile"] = json!(target);
+        }
+        tau_session::extension_hooks::notify(extensions, shutdown).await;
+        let reply = self.dispatch_simple(id, command).await;
+        self.session.settle();
+        if self.session.session_id() != previous_id {
+            self.session.refresh_extension_state();
+            let mut start = json!({"type": "session_start", "reason": reason});
+            if let Some(file) = previous_file {
+                start["previousSessionFile"] = json!(file.display().to_string());
+            }
+            tau_session::extension_hooks::notify(extensions, start).await;
+        }
+        reply
+    }
+
     /// The extension command a prompt invokes (`/name args`, ext §6.1), if any.
     fn extension_command(&self, text: &str) -> Option<(tau_extensions::CommandInfo, String)> {
         let rest = text.strip_prefix('/')?;
@@ -334,6 +450,7 @@ impl RpcServer {
         let sink = self.sink.clone();
         tokio::spawn(async move {
             extensions.run_command(&command, &args, None).await;
+            extensions.actions_applied().await;
             sink.emit_line(done(id, name)).await;
         });
     }
@@ -496,6 +613,18 @@ impl RpcServer {
         }
         self.session.settle();
         let name = command.name();
+        if let Some(extensions) = self.session.extensions().cloned()
+            && matches!(
+                command,
+                RpcCommand::NewSession(_)
+                    | RpcCommand::SwitchSession(_)
+                    | RpcCommand::Fork(_)
+                    | RpcCommand::Branch(_)
+                    | RpcCommand::Clone(_)
+            )
+        {
+            return Some(self.replace_session(&extensions, id, command).await);
+        }
         match command {
             RpcCommand::Prompt(c) => {
                 if let Some(locale) = &c.locale {
@@ -810,7 +939,7 @@ fn forked(id: Option<Value>, command: &str, outcome: Result<String, SessionError
             id,
             command,
             &ForkData {
-                text,
+                text: Some(text),
                 cancelled: false,
             },
         ),
@@ -1004,7 +1133,12 @@ where
                     Some(actions) => actions.recv().await,
                     None => std::future::pending().await,
                 }
-            } => server.apply_action(action).await,
+            } => match action {
+                tau_extensions::Work::Action(action) => server.apply_action(action).await,
+                tau_extensions::Work::Barrier(done) => {
+                    let _ = done.send(());
+                }
+            },
             line = in_rx.recv() => match line {
                 Some(line) if startup.is_some() => server.defer_line(&line).await,
                 Some(line) => server.handle_line(&line).await,

@@ -12,10 +12,11 @@ use crate::retry::{RetrySettings, RetryState, is_retryable_reply};
 use crate::store::{SessionStore, StoreError};
 use crate::{EventSink, SessionEvent};
 
-/// A queued user message and the text reported for it in `queue_update`.
+/// A queued message and the text reported for it in `queue_update`; an extension's custom
+/// message has none (pi does not show those in the queue).
 #[derive(Debug, Clone)]
 pub(crate) struct Queued {
-    pub text: String,
+    pub text: Option<String>,
     pub message: AgentMessage,
 }
 
@@ -27,7 +28,7 @@ pub(crate) struct State {
     /// Queued texts a run has taken but not yet delivered (true: steering). pi reports a
     /// queued message until its `message_start`, so `queue_update` and the pending count
     /// keep them until then.
-    pub delivering: VecDeque<(bool, String)>,
+    pub delivering: VecDeque<(bool, Option<String>)>,
     pub steering_mode: QueueMode,
     pub follow_up_mode: QueueMode,
     pub interrupt_mode: tau_agent::InterruptMode,
@@ -50,8 +51,8 @@ impl State {
             self.delivering
                 .iter()
                 .filter(|(s, _)| *s == steering)
-                .map(|(_, text)| text.clone())
-                .chain(queue.iter().map(|q| q.text.clone()))
+                .filter_map(|(_, text)| text.clone())
+                .chain(queue.iter().filter_map(|q| q.text.clone()))
                 .collect()
         };
         SessionEvent::QueueUpdate {

@@ -182,6 +182,10 @@ pub struct AgentSession {
     extensions: Option<Arc<tau_extensions::Extensions>>,
     /// What the extensions mirror of this session.
     extension_state: Option<Arc<crate::extension_state::ExtensionState>>,
+    /// `pi.setActiveTools`: the tools runs offer, by name, instead of the default set.
+    active_tools: Option<Vec<String>>,
+    /// Custom messages sent with `deliverAs: "nextTurn"`, waiting for the next prompt.
+    next_turn: Vec<AgentMessage>,
 }
 
 impl AgentSession {
@@ -244,6 +248,8 @@ impl AgentSession {
             bash_commands: Arc::default(),
             extensions: None,
             extension_state: None,
+            active_tools: None,
+            next_turn: Vec::new(),
         };
         if opening.is_some() {
             // Restored when the parse is done (`settle`), like a switched-to session.
@@ -276,6 +282,10 @@ impl AgentSession {
     /// Where the session is (or will be) written; `None` with `--no-session`.
     pub fn session_file(&self) -> Option<PathBuf> {
         self.conversation.store().file_path().map(Path::to_path_buf)
+    }
+    /// The current leaf entry's id.
+    pub fn leaf_id(&self) -> Option<String> {
+        self.conversation.store().leaf_id().map(str::to_string)
     }
     pub fn session_name(&self) -> Option<String> {
         self.conversation.store().session_name().map(str::to_string)
@@ -386,7 +396,7 @@ impl AgentSession {
         );
         keys.insert(
             "allTools".into(),
-            tools
+            self.all_tools()
                 .iter()
                 .map(|t| {
                     serde_json::json!({"name": t.name(), "description": t.description(),
@@ -464,8 +474,8 @@ impl AgentSession {
         let (steering, follow_up, update): (Vec<String>, Vec<String>, _) = {
             let mut state = self.conversation.lock();
             (
-                state.steering.drain(..).map(|q| q.text).collect(),
-                state.follow_up.drain(..).map(|q| q.text).collect(),
+                state.steering.drain(..).filter_map(|q| q.text).collect(),
+                state.follow_up.drain(..).filter_map(|q| q.text).collect(),
                 state.queue_update(),
             )
         };
@@ -647,7 +657,7 @@ impl AgentSession {
         let update = {
             let mut state = self.conversation.lock();
             let queued = Queued {
-                text: text.to_string(),
+                text: Some(text.to_string()),
                 message: user_message(text, images),
             };
             match queue_as {
@@ -688,6 +698,7 @@ impl AgentSession {
     /// Starts an accepted prompt's run on its own task.
     pub fn launch(&mut self, launch: Launch) {
         let mut prompts = vec![launch.prompt];
+        prompts.append(&mut self.next_turn);
         prompts.extend(launch.extra);
         self.start_run_with(prompts, launch.system_prompt);
     }
@@ -776,11 +787,82 @@ impl AgentSession {
         }
     }
 
+    /// `pi.setActiveTools`: from the next model call on, runs offer these tools (names no
+    /// tool has are ignored, as in pi).
+    pub fn set_active_tools(&mut self, names: Vec<String>) {
+        self.active_tools = Some(names);
+    }
+
+    /// `pi.sendMessage` (ext §7.4): an extension's custom message, delivered by `deliverAs`
+    /// and the run state.
+    pub async fn send_custom_message(
+        &mut self,
+        message: tau_protocol::CustomMessage,
+        trigger_turn: bool,
+        deliver_as: Option<&str>,
+    ) -> Result<(), SessionError> {
+        let message = AgentMessage::Custom(message);
+        if deliver_as == Some("nextTurn") {
+            self.next_turn.push(message);
+            return Ok(());
+        }
+        if self.is_streaming() {
+            let queued = Queued {
+                text: None,
+                message,
+            };
+            let mut state = self.conversation.lock();
+            if deliver_as == Some("followUp") {
+                state.follow_up.push_back(queued);
+            } else {
+                state.steering.push_back(queued);
+            }
+            return Ok(());
+        }
+        if trigger_turn {
+            self.check_credentials()?;
+            self.start_run(vec![message]);
+            return Ok(());
+        }
+        self.conversation.lock().messages.push(message.clone());
+        self.conversation
+            .persist(|store| store.append_message(message.clone()));
+        for event in [
+            tau_agent::AgentEvent::MessageStart {
+                message: message.clone(),
+            },
+            tau_agent::AgentEvent::MessageEnd { message },
+        ] {
+            self.events.emit(SessionEvent::Agent(event)).await;
+        }
+        Ok(())
+    }
+
+    /// Every tool a run could offer (`pi.getAllTools`): the built-in tools the flags allow
+    /// (also those inactive by default), the extensions' tools, the active host tools.
+    pub fn all_tools(&self) -> Vec<Arc<dyn tau_agent::AgentTool>> {
+        self.tools_from(true)
+    }
+
     /// The tools a run offers: the active built-in tools (pi's default set, or what
     /// `--tools` / `--exclude-tools` / `--no-tools` / `--no-builtin-tools` select), the
     /// extensions' tools (an extension tool with a built-in's name replaces it, ext §5.4),
     /// then the active host tools.
     fn run_tools(&self) -> Vec<Arc<dyn tau_agent::AgentTool>> {
+        match &self.active_tools {
+            None => self.tools_from(false),
+            Some(names) => {
+                let all = self.tools_from(true);
+                names
+                    .iter()
+                    .filter_map(|name| all.iter().find(|t| t.name() == name).cloned())
+                    .collect()
+            }
+        }
+    }
+
+    /// The default set, or with `every_builtin` all the built-in tools the flags allow.
+    fn tools_from(&self, every_builtin: bool) -> Vec<Arc<dyn tau_agent::AgentTool>> {
         let selection = crate::tool_selection::ToolSelection::of(&self.config);
         let env = Arc::new(self.tool_env());
         let extension_tools: Vec<tau_extensions::ExtensionTool> = self
@@ -791,8 +873,12 @@ impl AgentSession {
             .into_iter()
             .filter(|t| selection.allows(&t.registration.name))
             .collect();
-        let mut tools: Vec<Arc<dyn tau_agent::AgentTool>> = selection
-            .builtin()
+        let builtin = if every_builtin {
+            selection.every_builtin()
+        } else {
+            selection.builtin()
+        };
+        let mut tools: Vec<Arc<dyn tau_agent::AgentTool>> = builtin
             .into_iter()
             .filter(|name| !extension_tools.iter().any(|t| t.registration.name == *name))
             .filter_map(|name| tau_tools::builtin_tool(name, &env))
@@ -849,8 +935,8 @@ impl AgentSession {
                 } else {
                     PromptTool {
                         name: tool.name().to_string(),
-                        snippet: tool.description().lines().next().map(str::to_string),
-                        guidelines: Vec::new(),
+                        snippet: tool.prompt_snippet(),
+                        guidelines: tool.prompt_guidelines(),
                     }
                 }
             })

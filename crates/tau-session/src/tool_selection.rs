@@ -36,6 +36,14 @@ impl<'a> ToolSelection<'a> {
         listed && !self.exclude.iter().any(|t| t.trim() == name)
     }
 
+    /// Every built-in tool the flags allow, inactive ones included (`pi.getAllTools`).
+    pub fn every_builtin(&self) -> Vec<&'static str> {
+        tau_tools::BUILTIN_TOOLS
+            .into_iter()
+            .filter(|name| (self.only.is_some() || !self.no_builtin) && self.allows(name))
+            .collect()
+    }
+
     /// The built-in tools a run offers, in tau's fixed order: with `--tools`, those it names;
     /// otherwise pi's default set, unless `--no-builtin-tools`.
     pub fn builtin(&self) -> Vec<&'static str> {

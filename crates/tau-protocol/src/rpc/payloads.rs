@@ -158,7 +158,9 @@ pub struct CancelledData {
 /// `fork` and `branch`: the text of the message forked from (always present, decision 1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ForkData {
-    pub text: String,
+    /// Absent only when an extension cancelled the fork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
     pub cancelled: bool,
 }
 

@@ -101,6 +101,11 @@ fn session_start_tools_and_blocking_through_a_python_extension() {
     let first = mock.requests()[0].body.to_string();
     assert!(first.contains("\"shout\""), "the extension tool is offered");
     assert!(first.contains("Upper-cases the text"));
+    assert!(
+        first.contains("- shout: Shout text back in capitals"),
+        "its snippet, on one line, is in the system prompt"
+    );
+    assert!(first.contains("Shout only when asked."));
 
     // The failing agent_end handler is reported before agent_end itself.
     let error = records
@@ -462,4 +467,77 @@ fn a_dialog_inside_an_input_handler_is_answered_through_the_busy_input_loop() {
     t.event("extension_ui_request");
     let aborted = t.request(json!({"id": "a", "type": "abort"}));
     assert_eq!(aborted["success"], true);
+}
+
+#[test]
+fn actions_narrow_the_tools_and_add_a_custom_message() {
+    let (mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    t.send(&json!({"id": "n", "type": "prompt", "message": "/narrow"}));
+    let records = until(&mut t, "response");
+    let custom: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "message_end" && r["message"]["role"] == "custom")
+        .collect();
+    assert_eq!(
+        custom.len(),
+        1,
+        "an idle message without a trigger is added at once"
+    );
+    assert_eq!(custom[0]["message"]["content"], "tools narrowed");
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    until(&mut t, "agent_settled");
+    let body = &mock.requests()[0].body;
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read", "shout"], "unknown names are ignored");
+    assert!(
+        body.to_string().contains("tools narrowed"),
+        "the custom message is context"
+    );
+}
+
+#[test]
+fn session_replacement_asks_the_extensions_and_restarts_them() {
+    let (_mock, mut t) = start("keep", None);
+    t.event("extension_ui_request");
+    let kept = t.request(json!({"id": "n", "type": "new_session"}));
+    assert_eq!(kept["data"], json!({"cancelled": true}));
+    let fork = t.request(json!({"id": "f", "type": "fork", "entryId": "x"}));
+    assert_eq!(
+        fork["data"],
+        json!({"cancelled": true}),
+        "no text when cancelled"
+    );
+
+    let (_mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    let before = t.request(json!({"id": "s0", "type": "get_state"}))["data"]["sessionId"].clone();
+    let fresh = t.request(json!({"id": "n", "type": "new_session"}));
+    assert_eq!(fresh["data"], json!({"cancelled": false}));
+    let start = t.event("extension_ui_request");
+    assert_eq!(start["message"], "guard ready (new) on mock-1");
+    t.send(&json!({"id": "s", "type": "prompt", "message": "/state"}));
+    let notify = t.event("extension_ui_request");
+    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    assert_eq!(mirror["shutdowns"], json!(["new"]));
+    let entries = t.request(json!({"id": "e", "type": "get_entries"}));
+    let ids: Vec<Value> = entries["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].clone())
+        .collect();
+    assert_eq!(
+        mirror["entryIds"],
+        Value::Array(ids),
+        "the mirror starts over"
+    );
+    let after = t.request(json!({"id": "s1", "type": "get_state"}))["data"]["sessionId"].clone();
+    assert_ne!(before, after);
 }
