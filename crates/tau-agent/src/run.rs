@@ -61,6 +61,22 @@ pub trait RunHost: Send + Sync {
     fn will_retry(&self, _reply: &AssistantMessage) -> bool {
         false
     }
+    /// The context for the next model call when something other than [`RunHost::llm_context`]
+    /// decides it (pi's `context` extension event); `None` keeps the usual one.
+    fn context_override(&self) -> BoxFuture<'_, Option<Vec<Message>>> {
+        Box::pin(async { None })
+    }
+    /// A tool finished (pi's `tool_result` extension event): the result and error flag to
+    /// report, possibly patched.
+    fn after_tool_result<'a>(
+        &'a self,
+        _call: &'a ToolCall,
+        _arguments: &'a Map<String, Value>,
+        result: AgentToolResult,
+        is_error: bool,
+    ) -> BoxFuture<'a, (AgentToolResult, bool)> {
+        Box::pin(async move { (result, is_error) })
+    }
     /// A validated call is about to run (pi's `tool_call` extension event): returns the
     /// arguments to run it with (possibly rewritten), or why it is blocked.
     fn before_tool_call<'a>(
@@ -190,9 +206,13 @@ async fn stream_reply(
     host: &dyn RunHost,
     cancel: &CancellationToken,
 ) -> AssistantMessage {
+    let messages = match host.context_override().await {
+        Some(messages) => messages,
+        None => host.llm_context(),
+    };
     let context = Context {
         system_prompt: spec.system_prompt.clone(),
-        messages: host.llm_context(),
+        messages,
         tools: spec
             .tools
             .iter()
@@ -350,6 +370,7 @@ async fn execute_tools(
         async move {
             let (tx, mut rx) = mpsc::unbounded_channel();
             let context = ToolContext::new(batch.clone(), tx);
+            let arguments_seen = arguments.clone();
             let mut execution = tool.execute(&call.id, arguments, context);
             let outcome = loop {
                 tokio::select! {
@@ -366,10 +387,12 @@ async fn execute_tools(
             let (result, is_error) = if interrupted.load(Ordering::Acquire) {
                 (text_result(SKIPPED_FOR_STEERING.to_string()), true)
             } else {
-                match outcome {
+                let (result, is_error) = match outcome {
                     Ok(result) => (result, false),
                     Err(message) => (text_result(message), true),
-                }
+                };
+                host.after_tool_result(call, &arguments_seen, result, is_error)
+                    .await
             };
             if !interrupted.load(Ordering::Acquire)
                 && host.interrupts_tools()

@@ -234,6 +234,44 @@ impl RunHost for Host {
         })
     }
 
+    fn context_override(&self) -> BoxFuture<'_, Option<Vec<Message>>> {
+        Box::pin(async move {
+            let extensions = self
+                .extensions
+                .as_ref()
+                .filter(|e| e.subscribed("context"))?;
+            let messages = self.conversation.lock().messages.clone();
+            let replaced =
+                crate::extension_hooks::context(extensions, &messages, &self.cancel).await?;
+            Some(convert_to_llm(&replaced))
+        })
+    }
+
+    fn after_tool_result<'a>(
+        &'a self,
+        call: &'a tau_ai::ToolCall,
+        arguments: &'a serde_json::Map<String, serde_json::Value>,
+        result: tau_agent::AgentToolResult,
+        is_error: bool,
+    ) -> BoxFuture<'a, (tau_agent::AgentToolResult, bool)> {
+        Box::pin(async move {
+            match &self.extensions {
+                Some(extensions) if extensions.subscribed("tool_result") => {
+                    crate::extension_hooks::tool_result(
+                        extensions,
+                        call,
+                        arguments,
+                        result,
+                        is_error,
+                        &self.cancel,
+                    )
+                    .await
+                }
+                _ => (result, is_error),
+            }
+        })
+    }
+
     fn before_tool_call<'a>(
         &'a self,
         call: &'a tau_ai::ToolCall,

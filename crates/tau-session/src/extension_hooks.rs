@@ -173,3 +173,69 @@ pub async fn before_agent_start(
             .flatten(),
     }
 }
+
+/// Runs the `context` handlers before a model call: each may replace the messages (chained);
+/// `None` when nothing changed them. The session's own messages stay as they are.
+pub(crate) async fn context(
+    extensions: &Extensions,
+    messages: &[tau_agent::AgentMessage],
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<Vec<tau_agent::AgentMessage>> {
+    let mut changed = false;
+    let event = extensions
+        .emit(
+            json!({"type": "context", "messages": messages}),
+            Some(cancel),
+            |event, result| {
+                if let Some(replaced) = result.get("messages").filter(|m| m.is_array()) {
+                    event["messages"] = replaced.clone();
+                    changed = true;
+                }
+                ControlFlow::Continue(())
+            },
+        )
+        .await;
+    if !changed {
+        return None;
+    }
+    serde_json::from_value(event["messages"].clone()).ok()
+}
+
+/// Runs the `tool_result` handlers: partial patches of `content`, `details` and `isError`,
+/// each handler seeing the previous one's result.
+pub(crate) async fn tool_result(
+    extensions: &Extensions,
+    call: &tau_ai::ToolCall,
+    input: &Map<String, Value>,
+    result: tau_agent::AgentToolResult,
+    is_error: bool,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> (tau_agent::AgentToolResult, bool) {
+    let event = json!({"type": "tool_result", "toolCallId": call.id, "toolName": call.name,
+        "input": input, "content": result.content, "details": result.details,
+        "isError": is_error});
+    let event = extensions
+        .emit(event, Some(cancel), |event, patch| {
+            for key in ["content", "details", "isError"] {
+                if let Some(value) = patch.get(key) {
+                    event[key] = value.clone();
+                }
+            }
+            ControlFlow::Continue(())
+        })
+        .await;
+    let content = serde_json::from_value(event["content"].clone()).unwrap_or(result.content);
+    let details = match &event["details"] {
+        Value::Null => None,
+        other => Some(other.clone()),
+    };
+    let is_error = event["isError"].as_bool().unwrap_or(is_error);
+    (
+        tau_agent::AgentToolResult {
+            content,
+            details,
+            terminate: result.terminate,
+        },
+        is_error,
+    )
+}

@@ -31,6 +31,25 @@ impl tau_extensions::StateSource for ExtensionState {
                 || !state.delivering.is_empty();
             fields.insert("hasPendingMessages".into(), Value::Bool(pending));
         }
+        let window = fields
+            .get("contextWindow")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        fields.remove("contextWindow");
+        let tokens = {
+            let store = self.conversation.store();
+            crate::tokens::usage_known_since_compaction(&store.branch_path())
+        }
+        .then(|| crate::tokens::estimate_context_tokens(&self.conversation.lock().messages));
+        fields.insert(
+            "contextUsage".into(),
+            if window == 0 {
+                Value::Null
+            } else {
+                serde_json::json!({"tokens": tokens, "contextWindow": window,
+                    "percent": tokens.map(|t| t as f64 / window as f64 * 100.0)})
+            },
+        );
         let store = self.conversation.store();
         fields.insert("sessionId".into(), store.session_id().into());
         if let Some(file) = store.file_path() {

@@ -405,6 +405,11 @@ impl AgentSession {
                 .collect(),
         );
         keys.insert("systemPrompt".into(), self.system_prompt(&tools).into());
+        // Read by the state source to compute `contextUsage` when a frame leaves.
+        keys.insert(
+            "contextWindow".into(),
+            self.models.model().map_or(0, |m| m.context_window).into(),
+        );
         if let Ok(mut current) = state.session_keys.lock() {
             *current = keys;
         }

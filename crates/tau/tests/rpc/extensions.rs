@@ -541,3 +541,37 @@ fn session_replacement_asks_the_extensions_and_restarts_them() {
     let after = t.request(json!({"id": "s1", "type": "get_state"}))["data"]["sessionId"].clone();
     assert_ne!(before, after);
 }
+
+#[test]
+fn context_and_tool_result_handlers_change_what_the_model_and_client_see() {
+    let (mock, mut t) = start("ctx", None);
+    t.event("extension_ui_request");
+    mock.push(Reply::new().tool_call("c1", "shout", json!({"text": "a"})));
+    mock.push(Reply::text("done"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let records = until(&mut t, "agent_settled");
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_end")
+        .unwrap();
+    assert_eq!(
+        end["result"]["details"],
+        json!({"patched": true, "was": {"length": 2}})
+    );
+    for request in mock.requests() {
+        assert!(
+            request.body.to_string().contains("injected by context"),
+            "every model call gets the handler's context"
+        );
+    }
+    let messages = t.request(json!({"id": "m", "type": "get_messages"}));
+    assert!(
+        !messages["data"].to_string().contains("injected by context"),
+        "the session's own messages are untouched"
+    );
+    t.send(&json!({"id": "s", "type": "prompt", "message": "/state"}));
+    let notify = t.event("extension_ui_request");
+    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    assert_eq!(mirror["contextUsage"]["contextWindow"], 100000);
+    assert!(mirror["contextUsage"]["tokens"].as_u64().unwrap() > 0);
+}
