@@ -2,8 +2,11 @@
 """End-to-end streaming benchmark (issue 5): a reply of N deltas of 4 characters from
 tau-mock-llm, through `tau --mode rpc`, with this script draining stdout as a client would.
 Reports wall time, the agent's CPU time (user+sys) and peak RSS, and the bytes written, for
-tau (full pi 0.79 shape), tau (lean pi 1.x shape) and, when installed, pi 0.79 itself in the
-same run.
+tau (full pi 0.79 shape), tau (lean pi 1.x shape), both again with an extension that watches
+every `message_update` (bench/fixtures/watch-updates.py; the goal is within 2x of tau alone,
+compared on "stream s", the time from the first `message_update` to `agent_end`, since "wall s"
+also holds the extension's start-up)
+and, when installed, pi 0.79 itself in the same run.
 
     python3 bench/rpc-stream.py [--deltas 10000] [--pi /tmp/pi-ref] [--pi152 /tmp/pi-152] [--runs 5] [--only lean]
 
@@ -37,6 +40,7 @@ def run(cmd, env, url, deltas):
         proc.stdin.write(b'{"id":"p","type":"prompt","message":"stream please"}\n')
         proc.stdin.flush()
         total, updates, tail = 0, 0, b""
+        first_update = None
         while True:
             chunk = proc.stdout.read(1 << 20)
             if not chunk:
@@ -45,16 +49,20 @@ def run(cmd, env, url, deltas):
             data = tail + chunk
             pattern = b'\n{"type":"message_update"'
             updates += data.count(pattern) - tail.count(pattern)
+            if first_update is None and updates:
+                first_update = time.monotonic()
             if b'\n{"type":"agent_end"' in data:
                 break
             tail = data[-64:]
-        wall = time.monotonic() - start
+        end = time.monotonic()
+        wall = end - start
+        stream = end - (first_update or start)
         proc.stdin.close()
         proc.stdout.read()
         proc.wait()
         elapsed, user, system, rss_kb = timing.read().split()
-    return {"wall": wall, "cpu": float(user) + float(system), "rss_mb": int(rss_kb) / 1024,
-            "bytes": total, "updates": updates}
+    return {"wall": wall, "stream": stream, "cpu": float(user) + float(system),
+            "rss_mb": int(rss_kb) / 1024, "bytes": total, "updates": updates}
 
 
 def main():
@@ -76,8 +84,12 @@ def main():
             json.dump(models, f)
     env = dict(os.environ, TAU_AGENT_DIR=os.path.join(work, "tau"), PI_CODING_AGENT_DIR=os.path.join(work, "pi"),
                PI_OFFLINE="1", PI_SKIP_VERSION_CHECK="1")
+    watcher = os.path.join(ROOT, "bench/fixtures/watch-updates.py")
     targets = [("tau (full)", [TAU, "--mode", "rpc", "--no-session"]),
-               ("tau (lean)", [TAU, "--mode", "rpc", "--no-session", "--message-updates", "lean"])]
+               ("tau (lean)", [TAU, "--mode", "rpc", "--no-session", "--message-updates", "lean"]),
+               ("tau (full, ext)", [TAU, "--mode", "rpc", "--no-session", "-e", watcher]),
+               ("tau (lean, ext)", [TAU, "--mode", "rpc", "--no-session", "--message-updates", "lean",
+                                    "-e", watcher])]
     pi = os.path.join(args.pi, "node_modules/.bin/pi")
     if os.path.exists(pi):
         targets.append(("pi 0.79", [pi, "--mode", "rpc", "--no-session", "--model", "mock/mock-1"]))
@@ -87,19 +99,25 @@ def main():
     if args.only:
         targets = [t for t in targets if args.only in t[0]]
     results = {}
-    print("%-11s %9s %9s %9s %12s %8s" % ("", "wall s", "cpu s", "rss MB", "stdout MB", "updates"))
+    print("%-15s %9s %9s %9s %9s %12s %8s" % ("", "wall s", "stream s", "cpu s", "rss MB", "stdout MB", "updates"))
     try:
         for name, cmd in targets:
             runs = [run(cmd, env, url, args.deltas) for _ in range(1 if name == "pi 0.79" else args.runs)]
             r = {k: sorted(x[k] for x in runs)[len(runs) // 2] for k in runs[0]}
             results[name] = r
-            print("%-11s %9.3f %9.3f %9.1f %12.1f %8d" % (name, r["wall"], r["cpu"], r["rss_mb"], r["bytes"] / 1e6, r["updates"]))
+            print("%-15s %9.3f %9.3f %9.3f %9.1f %12.1f %8d" % (name, r["wall"], r["stream"], r["cpu"], r["rss_mb"], r["bytes"] / 1e6, r["updates"]))
     finally:
         mock.kill()
     if "pi 1.5.2" in results and "tau (lean)" in results:
         ref, r = results["pi 1.5.2"], results["tau (lean)"]
         print("tau (lean) / pi 1.5.2: %.3f of the CPU, %.3f of the wall time, %.3f of the memory"
               % (r["cpu"] / ref["cpu"], r["wall"] / ref["wall"], r["rss_mb"] / ref["rss_mb"]))
+    for shape in ("full", "lean"):
+        bare, ext = results.get("tau (%s)" % shape), results.get("tau (%s, ext)" % shape)
+        if bare and ext:
+            print("tau (%s) with an extension watching message_update: %.2fx the streaming time "
+                  "(first message_update to agent_end), %.2fx the wall time (which includes "
+                  "starting the extension)" % (shape, ext["stream"] / bare["stream"], ext["wall"] / bare["wall"]))
     if "pi 0.79" in results:
         pi_r = results["pi 0.79"]
         for name in ("tau (full)", "tau (lean)"):

@@ -52,6 +52,13 @@ pub trait FrameHandler: Send + Sync + 'static {
     ) -> futures_util::future::BoxFuture<'a, ()>;
 }
 
+/// A frame on its way to the process: typed, or already serialised (without its newline).
+#[derive(Debug)]
+enum Outgoing {
+    Frame(Box<ToExtension>),
+    Raw(Vec<u8>),
+}
+
 struct Pending {
     reply: oneshot::Sender<Result<Value, CallError>>,
     updates: Option<mpsc::UnboundedSender<Value>>,
@@ -61,7 +68,7 @@ struct Pending {
 pub struct Process {
     /// The file name the process was started for, for logs and stderr prefixes.
     pub label: String,
-    writer: mpsc::UnboundedSender<ToExtension>,
+    writer: mpsc::UnboundedSender<Outgoing>,
     pending: Arc<Mutex<HashMap<String, Pending>>>,
     next_id: AtomicU64,
     exited: Arc<Mutex<Option<String>>>,
@@ -109,7 +116,7 @@ impl Process {
         else {
             return Err(std::io::Error::other("the process has no pipes"));
         };
-        let (writer, mut frames) = mpsc::unbounded_channel::<ToExtension>();
+        let (writer, mut frames) = mpsc::unbounded_channel::<Outgoing>();
         let process = Arc::new(Self {
             label: label.clone(),
             writer,
@@ -123,18 +130,36 @@ impl Process {
 
         tokio::spawn(async move {
             let mut stdin = stdin;
+            let mut buffer = Vec::new();
             while let Some(frame) = frames.recv().await {
-                let mut line = match serde_json::to_vec(&frame) {
-                    Ok(line) => line,
-                    Err(err) => {
-                        tracing::warn!("extension frame not serialisable: {err}");
-                        continue;
+                // Frames that queued up meanwhile (a token's `message_update` each) go out in
+                // one write: one system call for many frames.
+                let mut next = Some(frame);
+                while let Some(frame) = next {
+                    match frame {
+                        Outgoing::Frame(frame) => {
+                            match serde_json::to_writer(&mut buffer, &frame) {
+                                Ok(()) => buffer.push(b'\n'),
+                                Err(err) => {
+                                    tracing::warn!("extension frame not serialisable: {err}")
+                                }
+                            }
+                        }
+                        Outgoing::Raw(line) => {
+                            buffer.extend_from_slice(&line);
+                            buffer.push(b'\n');
+                        }
                     }
-                };
-                line.push(b'\n');
-                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+                    next = if buffer.len() < 1 << 16 {
+                        frames.try_recv().ok()
+                    } else {
+                        None
+                    };
+                }
+                if stdin.write_all(&buffer).await.is_err() || stdin.flush().await.is_err() {
                     break;
                 }
+                buffer.clear();
             }
         });
 
@@ -260,7 +285,12 @@ impl Process {
 
     /// Sends a frame that is not answered.
     pub fn notify(&self, frame: ToExtension) {
-        let _ = self.writer.send(frame);
+        let _ = self.writer.send(Outgoing::Frame(Box::new(frame)));
+    }
+
+    /// Sends a frame serialised by the caller (one JSON object, no newline).
+    pub fn notify_raw(&self, line: Vec<u8>) {
+        let _ = self.writer.send(Outgoing::Raw(line));
     }
 
     /// A fresh request id.
@@ -285,7 +315,11 @@ impl Process {
         let (reply, mut answer) = oneshot::channel();
         self.lock_pending()
             .insert(id.clone(), Pending { reply, updates });
-        if self.writer.send(request(id.clone())).is_err() {
+        if self
+            .writer
+            .send(Outgoing::Frame(Box::new(request(id.clone()))))
+            .is_err()
+        {
             self.lock_pending().remove(&id);
             return Err(CallError::Exited(self.exit_text()));
         }

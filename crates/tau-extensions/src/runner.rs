@@ -122,7 +122,9 @@ pub struct Extension {
     pub path: String,
     pub source: &'static str,
     pub scope: &'static str,
-    pub manifest: Manifest,
+    /// Shared, because the set is copied out for every dispatch (once per token for a
+    /// `message_update` watcher) and manifests carry whole JSON Schemas.
+    pub manifest: Arc<Manifest>,
     process: usize,
 }
 
@@ -339,7 +341,7 @@ impl Extensions {
                     path,
                     source: entries[member].source,
                     scope: entries[member].scope,
-                    manifest,
+                    manifest: Arc::new(manifest),
                     process: index,
                 });
             }
@@ -450,7 +452,7 @@ impl Extensions {
         process
             .call(
                 |id| ToExtension::Event {
-                    id,
+                    id: Some(id),
                     extension: path,
                     event,
                     state,
@@ -493,22 +495,25 @@ impl Extensions {
         event
     }
 
-    /// Sends `event` to every subscriber without waiting for answers: observation events
-    /// after an abort, which must not hold the run's end (their results are ignored anyway,
-    /// and late replies match no call).
-    pub fn emit_detached(&self, event: &Value) {
-        let Some(kind) = event.get("type").and_then(Value::as_str) else {
-            return;
-        };
-        for extension in self.subscribers(kind) {
-            if let Some(process) = self.process(&extension) {
-                process.notify(ToExtension::Event {
-                    id: process.next_id(),
-                    extension: extension.path.clone(),
-                    event: event.clone(),
-                    state: self.state_for(extension.process),
-                });
-            }
+    /// Sends an event of type `kind`, given as its JSON text, to every subscriber without
+    /// waiting for answers: a token's `message_update` (observation only, and one per token),
+    /// and a run's events after an abort, which must not hold the run's end. The frame is
+    /// assembled around the text, so the event is serialised once, not once per subscriber.
+    pub fn emit_detached(&self, kind: &str, event_json: &str) {
+        for extension in self.read().iter().filter(|e| e.subscribes(kind)) {
+            let Some(process) = self.processes.get(extension.process) else {
+                continue;
+            };
+            // No state: these frames are many and nothing in them is read synchronously;
+            // the next awaited frame brings the mirror up to date.
+            let path = serde_json::to_string(&extension.path).unwrap_or_default();
+            let mut line = Vec::with_capacity(event_json.len() + path.len() + 40);
+            line.extend_from_slice(br#"{"type":"event","extension":"#);
+            line.extend_from_slice(path.as_bytes());
+            line.extend_from_slice(br#","event":"#);
+            line.extend_from_slice(event_json.as_bytes());
+            line.push(b'}');
+            process.notify_raw(line);
         }
     }
 
@@ -848,7 +853,7 @@ impl Shared {
         let Some(extension) = extensions.iter_mut().find(|e| e.path == path) else {
             return;
         };
-        let mine = &mut extension.manifest;
+        let mine = Arc::make_mut(&mut extension.manifest);
         for tool in manifest.tools {
             mine.tools.retain(|t| t.name != tool.name);
             mine.tools.push(tool);

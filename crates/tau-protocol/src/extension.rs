@@ -35,7 +35,10 @@ pub enum ToExtension {
         values: Map<String, Value>,
     },
     Event {
-        id: String,
+        /// Absent when tau does not wait for the answer (docs/extensions.md §2.1): no
+        /// response is sent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
         extension: String,
         event: Value,
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -135,6 +135,34 @@ fn take(queue: &mut VecDeque<Queued>, mode: QueueMode) -> Vec<Queued> {
     queue.drain(..n).collect()
 }
 
+/// pi's extension payload of an agent event (ext §3.1): `turn_*` carry `turnIndex` and
+/// `timestamp`, `agent_end` has no `willRetry`.
+fn extension_payload(
+    event: &AgentEvent,
+    turn: Option<u64>,
+) -> Result<serde_json::Value, serde_json::Error> {
+    let mut payload = serde_json::to_value(event)?;
+    if let serde_json::Value::Object(fields) = &mut payload {
+        if let Some(index) = turn {
+            fields.insert("turnIndex".into(), index.into());
+            fields.insert("timestamp".into(), tau_ai::now_ms().into());
+        }
+        fields.remove("willRetry");
+    }
+    Ok(payload)
+}
+
+/// The same payload as JSON text; a token's `message_update` goes straight to text.
+fn extension_payload_text(
+    event: &AgentEvent,
+    turn: Option<u64>,
+) -> Result<String, serde_json::Error> {
+    match event {
+        AgentEvent::MessageUpdate { .. } => serde_json::to_string(event),
+        _ => serde_json::to_string(&extension_payload(event, turn)?),
+    }
+}
+
 impl Host {
     /// Dispatches an agent event to the extensions that watch it, in pi's extension payload
     /// (ext §3.1: `turn_*` carry `turnIndex` and `timestamp`, `agent_end` has no
@@ -154,21 +182,19 @@ impl Host {
         if !extensions.subscribed(kind) {
             return;
         }
-        let Ok(serde_json::Value::Object(mut payload)) = serde_json::to_value(event) else {
+        if self.cancel.is_cancelled() || kind == "message_update" {
+            // After an abort the run ends at once (decision 9); its last events still reach
+            // the extensions, without waiting for them. Token deltas are observation only
+            // (nothing a handler returns changes them), and a round trip per token would
+            // slow the stream several times over (T68).
+            if let Ok(text) = extension_payload_text(event, turn) {
+                extensions.emit_detached(kind, &text);
+            }
+            return;
+        }
+        let Ok(payload) = extension_payload(event, turn) else {
             return;
         };
-        if let Some(index) = turn {
-            payload.insert("turnIndex".into(), index.into());
-            payload.insert("timestamp".into(), tau_ai::now_ms().into());
-        }
-        payload.remove("willRetry");
-        let payload = serde_json::Value::Object(payload);
-        if self.cancel.is_cancelled() {
-            // After an abort the run ends at once (decision 9); its last events still reach
-            // the extensions, without waiting for them.
-            extensions.emit_detached(&payload);
-            return;
-        }
         extensions
             .emit(payload, Some(&self.cancel), |_, _| {
                 std::ops::ControlFlow::Continue(())

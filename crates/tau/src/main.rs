@@ -243,7 +243,7 @@ fn claim_flags(
         .map(|e| {
             e.list()
                 .into_iter()
-                .flat_map(|x| x.manifest.flags)
+                .flat_map(|x| x.manifest.flags.clone())
                 .collect()
         })
         .unwrap_or_default();

@@ -16,6 +16,7 @@ mod extensions;
 mod framing;
 mod lifecycle;
 mod models;
+mod pi_extensions;
 mod pi_parity;
 mod resources;
 mod retry;

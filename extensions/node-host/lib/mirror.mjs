@@ -1,0 +1,216 @@
+// Owns the host's copy of tau's state (protocol §5). pi extensions read the session, model and
+// tool lists synchronously, so every read is answered from here; tau keeps it current through the
+// `state` field of its frames and the host applies its own writes at once.
+
+import { randomUUID } from "node:crypto";
+
+export class Mirror {
+	constructor() {
+		this.cwd = process.cwd();
+		this.model = undefined;
+		this.thinkingLevel = "off";
+		this.isIdle = true;
+		this.hasPendingMessages = false;
+		this.activeTools = [];
+		this.allTools = [];
+		this.commands = [];
+		this.sessionId = undefined;
+		this.sessionFile = undefined;
+		this.sessionName = undefined;
+		this.sessionDir = undefined;
+		this.header = null;
+		this.leafId = null;
+		this.contextUsage = undefined;
+		this.systemPrompt = "";
+		this.systemPromptOptions = undefined;
+		this.projectTrusted = true;
+		this.availableModels = [];
+		this.allModels = [];
+		this.entries = [];
+		this.byId = new Map();
+		// setLabel has no reply, so its effect is kept here until tau's entries carry it.
+		this.labelOverrides = new Map();
+		this.labelsCache = undefined;
+	}
+
+	/** Applies a `state` object: present keys replace, absent keys keep (protocol §5). */
+	apply(state) {
+		if (!state || typeof state !== "object") return;
+		const plain = {
+			model: (v) => v ?? undefined,
+			thinkingLevel: (v) => v,
+			isIdle: (v) => Boolean(v),
+			hasPendingMessages: (v) => Boolean(v),
+			activeTools: (v) => (Array.isArray(v) ? v : []),
+			allTools: (v) => (Array.isArray(v) ? v : []),
+			commands: (v) => (Array.isArray(v) ? v : []),
+			sessionId: (v) => v ?? undefined,
+			sessionFile: (v) => v ?? undefined,
+			sessionName: (v) => v ?? undefined,
+			sessionDir: (v) => v ?? undefined,
+			header: (v) => v ?? null,
+			contextUsage: (v) => v ?? undefined,
+			systemPrompt: (v) => v ?? "",
+			systemPromptOptions: (v) => v ?? undefined,
+			projectTrusted: (v) => v !== false,
+			availableModels: (v) => (Array.isArray(v) ? v : []),
+			allModels: (v) => (Array.isArray(v) ? v : []),
+		};
+		for (const [key, convert] of Object.entries(plain)) {
+			if (Object.hasOwn(state, key)) this[key] = convert(state[key]);
+		}
+		if (state.entries && typeof state.entries === "object") this.applyEntries(state.entries);
+		if (Object.hasOwn(state, "leafId")) this.leafId = state.leafId ?? null;
+	}
+
+	applyEntries({ reset, append }) {
+		if (reset) {
+			this.entries = [];
+			this.byId.clear();
+			this.labelOverrides.clear();
+		}
+		for (const entry of Array.isArray(append) ? append : []) {
+			if (!entry || typeof entry !== "object") continue;
+			const known = entry.id !== undefined ? this.byId.get(entry.id) : undefined;
+			if (known) {
+				// tau echoes the entries the host appended itself; keep one copy, tau's.
+				this.entries[this.entries.indexOf(known)] = entry;
+			} else {
+				this.entries.push(entry);
+			}
+			if (entry.id !== undefined) this.byId.set(entry.id, entry);
+			if (entry.type === "label") this.labelOverrides.delete(entry.targetId);
+			if (entry.type !== "session") this.leafId = entry.id ?? this.leafId;
+		}
+		this.labelsCache = undefined;
+	}
+
+	/** Adds a `custom` entry the way pi's appendCustomEntry does, under a provisional id that
+	 * `confirmEntryId` swaps for tau's once the `append_entry` reply arrives. */
+	appendProvisionalCustomEntry(customType, data) {
+		const entry = { type: "custom", customType, id: `pending-${randomUUID().slice(0, 8)}`, parentId: this.leafId, timestamp: new Date().toISOString() };
+		if (data !== undefined) entry.data = data;
+		this.entries.push(entry);
+		this.byId.set(entry.id, entry);
+		this.leafId = entry.id;
+		return entry;
+	}
+
+	confirmEntryId(entry, id) {
+		if (typeof id !== "string" || this.byId.get(entry.id) !== entry) return;
+		const provisional = entry.id;
+		const echoed = this.byId.get(id);
+		this.byId.delete(provisional);
+		if (echoed && echoed !== entry) {
+			// tau's state already carried the entry; drop the provisional twin.
+			this.entries.splice(this.entries.indexOf(entry), 1);
+		} else {
+			entry.id = id;
+			this.byId.set(id, entry);
+		}
+		for (const other of this.entries) if (other.parentId === provisional) other.parentId = id;
+		if (this.leafId === provisional) this.leafId = id;
+	}
+
+	dropProvisionalEntry(entry) {
+		if (this.byId.get(entry.id) !== entry) return;
+		this.byId.delete(entry.id);
+		this.entries.splice(this.entries.indexOf(entry), 1);
+		if (this.leafId === entry.id) this.leafId = entry.parentId ?? null;
+	}
+
+	setLabel(entryId, label) {
+		this.labelOverrides.set(entryId, label || undefined);
+	}
+
+	labels() {
+		if (!this.labelsCache) {
+			const labels = new Map();
+			for (const entry of this.entries) {
+				if (entry.type !== "label") continue;
+				if (entry.label) labels.set(entry.targetId, { label: entry.label, timestamp: entry.timestamp });
+				else labels.delete(entry.targetId);
+			}
+			this.labelsCache = labels;
+		}
+		return this.labelsCache;
+	}
+
+	getLabel(id) {
+		if (this.labelOverrides.has(id)) return this.labelOverrides.get(id);
+		return this.labels().get(id)?.label;
+	}
+
+	getBranch(fromId) {
+		const path = [];
+		const start = fromId ?? this.leafId;
+		let current = start ? this.byId.get(start) : undefined;
+		const seen = new Set();
+		while (current && !seen.has(current)) {
+			seen.add(current);
+			path.push(current);
+			current = current.parentId ? this.byId.get(current.parentId) : undefined;
+		}
+		return path.reverse();
+	}
+
+	getTree() {
+		const nodes = new Map();
+		const roots = [];
+		const entries = this.getEntries();
+		for (const entry of entries) {
+			const label = this.getLabel(entry.id);
+			const node = { entry, children: [], label };
+			const stamp = label !== undefined ? this.labels().get(entry.id)?.timestamp : undefined;
+			if (stamp !== undefined) node.labelTimestamp = stamp;
+			nodes.set(entry.id, node);
+		}
+		for (const entry of entries) {
+			const node = nodes.get(entry.id);
+			const parent = entry.parentId === null || entry.parentId === entry.id ? undefined : nodes.get(entry.parentId);
+			if (parent) parent.children.push(node);
+			else roots.push(node);
+		}
+		const stack = [...roots];
+		while (stack.length) {
+			const node = stack.pop();
+			node.children.sort((a, b) => Date.parse(a.entry.timestamp) - Date.parse(b.entry.timestamp));
+			stack.push(...node.children);
+		}
+		return roots;
+	}
+
+	getEntries() {
+		return this.entries.filter((entry) => entry.type !== "session");
+	}
+
+	findModel(provider, modelId) {
+		const match = (m) => m && m.provider === provider && m.id === modelId;
+		return this.allModels.find(match) ?? this.availableModels.find(match) ?? (match(this.model) ? this.model : undefined);
+	}
+
+	hasConfiguredAuth(model) {
+		return Boolean(model) && this.availableModels.some((m) => m.provider === model.provider && m.id === model.id);
+	}
+}
+
+/** The read-only SessionManager view extensions get as `ctx.sessionManager` (ext §4.1). */
+export function createSessionManagerView(mirror) {
+	return {
+		getCwd: () => mirror.cwd,
+		getSessionDir: () => mirror.sessionDir,
+		getSessionId: () => mirror.sessionId,
+		getSessionFile: () => mirror.sessionFile,
+		getLeafId: () => mirror.leafId,
+		getLeafEntry: () => (mirror.leafId ? mirror.byId.get(mirror.leafId) : undefined),
+		getEntry: (id) => mirror.byId.get(id),
+		getLabel: (id) => mirror.getLabel(id),
+		getBranch: (fromId) => mirror.getBranch(fromId),
+		getHeader: () => mirror.header ?? null,
+		getEntries: () => mirror.getEntries(),
+		getTree: () => mirror.getTree(),
+		getSessionName: () => mirror.sessionName,
+		getChildren: (parentId) => mirror.getEntries().filter((entry) => entry.parentId === parentId),
+		isPersisted: () => mirror.sessionFile !== undefined,
+	};
+}

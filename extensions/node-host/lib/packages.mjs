@@ -1,0 +1,107 @@
+// Owns access to the real pi packages installed beside the host: the jiti alias map that makes
+// extensions' `@earendil-works/*`, `@mariozechner/*`, `typebox` and `@sinclair/typebox` imports
+// land on them, and lazy handles to the few pi internals the host itself uses (theme, exec, event
+// bus). Nothing heavy is imported until something needs it; Node's module cache then keeps one copy.
+
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const require = createRequire(import.meta.url);
+const codingAgentIndex = fileURLToPath(import.meta.resolve("@earendil-works/pi-coding-agent"));
+const codingAgentDist = dirname(codingAgentIndex);
+
+let aliases;
+
+/** The 16 specifiers pi 0.79.10 aliases, resolved to this host's installed copies. */
+export function getAliases() {
+	if (aliases) return aliases;
+	const resolveImport = (specifier) => fileURLToPath(import.meta.resolve(specifier));
+	const piPackages = {
+		"pi-coding-agent": codingAgentIndex,
+		"pi-agent-core": resolveImport("@earendil-works/pi-agent-core"),
+		"pi-tui": resolveImport("@earendil-works/pi-tui"),
+		"pi-ai": resolveImport("@earendil-works/pi-ai"),
+		"pi-ai/oauth": resolveImport("@earendil-works/pi-ai/oauth"),
+	};
+	// pi resolves TypeBox with require.resolve, so it gets whatever the package's require
+	// condition names; doing the same keeps extensions on the instance pi's own code uses.
+	const typebox = {
+		"": require.resolve("typebox"),
+		"/compile": require.resolve("typebox/compile"),
+		"/value": require.resolve("typebox/value"),
+	};
+	aliases = {};
+	for (const scope of ["@earendil-works", "@mariozechner"]) {
+		for (const [name, target] of Object.entries(piPackages)) aliases[`${scope}/${name}`] = target;
+	}
+	for (const prefix of ["typebox", "@sinclair/typebox"]) {
+		for (const [suffix, target] of Object.entries(typebox)) aliases[`${prefix}${suffix}`] = target;
+	}
+	return aliases;
+}
+
+let createJiti;
+
+/**
+ * A fresh jiti per load, as pi does, so a reload re-evaluates the extension's own modules.
+ * pi imports `jiti/static`, which differs from the main entry only in loading babel eagerly (so
+ * Bun can bundle it); the main entry loads the same babel transform on a transpile-cache miss,
+ * which saves ~150 ms of startup whenever the cache is warm.
+ */
+export async function newJiti() {
+	if (!createJiti) ({ createJiti } = await import("jiti"));
+	return createJiti(import.meta.url, { moduleCache: false, tryNative: false, alias: getAliases() });
+}
+
+function distUrl(relative) {
+	return pathToFileURL(join(codingAgentDist, relative)).href;
+}
+
+function distPath(relative) {
+	return join(codingAgentDist, relative);
+}
+
+let execCommand;
+
+/** pi's own `exec` implementation (no shell, SIGTERM then SIGKILL, never rejects). */
+export async function getExecCommand() {
+	if (!execCommand) ({ execCommand } = await import(distUrl("core/exec.js")));
+	return execCommand;
+}
+
+/** pi's event bus module; tiny, so it is loaded when the first extension is. */
+export async function loadEventBusFactory() {
+	const { createEventBus } = await import(distUrl("core/event-bus.js"));
+	return createEventBus;
+}
+
+const THEME_KEY = Symbol.for("@earendil-works/pi-coding-agent:theme");
+let themeSettingName;
+
+export function setThemeSetting(name) {
+	themeSettingName = name;
+}
+
+/**
+ * pi's global theme, initialised on first use. `ctx.ui.theme` is a synchronous getter, and the
+ * theme module costs a few hundred milliseconds to import, so it is loaded with require(esm)
+ * (Node >= 20.19) exactly when an extension first touches it. When an extension has already
+ * imported pi-coding-agent, the module is in the ESM cache and this costs nothing.
+ */
+export function getTheme() {
+	if (!globalThis[THEME_KEY]) {
+		const themeModule = require(distPath("modes/interactive/theme/theme.js"));
+		if (!globalThis[THEME_KEY]) themeModule.initTheme(themeSettingName, false);
+	}
+	return globalThis[THEME_KEY];
+}
+
+/** For Node versions without require(esm): import the theme ahead of the first dispatch. */
+export async function preloadTheme() {
+	if (globalThis[THEME_KEY]) return;
+	const themeModule = await import(distUrl("modes/interactive/theme/theme.js"));
+	if (!globalThis[THEME_KEY]) themeModule.initTheme(themeSettingName, false);
+}
+
+export const canRequireEsm = Boolean(process.features?.require_module);
