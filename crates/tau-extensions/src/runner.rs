@@ -645,6 +645,62 @@ impl Extensions {
         list
     }
 
+    /// Asks every process for new instances (`reason`: `new`, `resume`, `fork`, `reload`;
+    /// docs/extensions.md §2.4) and takes their manifests in place of the old ones. A process
+    /// that fails to answer keeps its old registrations, reported as an `extension_error`.
+    pub async fn reinitialize(&self, reason: &str) {
+        let calls = self.processes.iter().enumerate().map(|(index, process)| {
+            let state = self.state_for(index);
+            async move {
+                let answer = process
+                    .call(
+                        |id| ToExtension::Reinitialize {
+                            id,
+                            reason: reason.to_string(),
+                            state,
+                        },
+                        self.timeouts.handler,
+                        None,
+                        None,
+                    )
+                    .await;
+                (index, answer)
+            }
+        });
+        for (index, answer) in join_all(calls).await {
+            let outcome = answer.map_err(|e| e.to_string()).and_then(|value| {
+                serde_json::from_value::<Initialized>(value).map_err(|e| e.to_string())
+            });
+            match outcome {
+                Ok(initialized) => {
+                    if let Ok(mut extensions) = self.shared.extensions.write() {
+                        for extension in extensions.iter_mut().filter(|e| e.process == index) {
+                            if let Some(manifest) = initialized
+                                .extensions
+                                .iter()
+                                .find(|o| o.path == extension.path)
+                                .and_then(|o| o.manifest.clone())
+                            {
+                                extension.manifest = Arc::new(manifest);
+                            }
+                        }
+                    }
+                }
+                Err(error) => {
+                    let paths: Vec<String> = self
+                        .read()
+                        .iter()
+                        .filter(|e| e.process == index)
+                        .map(|e| e.path.clone())
+                        .collect();
+                    for path in paths {
+                        self.report(&path, "reinitialize", &error).await;
+                    }
+                }
+            }
+        }
+    }
+
     /// Returns once the input loop has carried out every action the processes sent so far
     /// (a command's `sendMessage` is on stdout before the command's response, as in pi).
     pub async fn actions_applied(&self) {

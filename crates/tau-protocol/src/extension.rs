@@ -30,6 +30,13 @@ pub enum ToExtension {
         extensions: Vec<String>,
         state: Value,
     },
+    /// New instances after a session replacement or a reload (docs/extensions.md §2.4).
+    Reinitialize {
+        id: String,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<Value>,
+    },
     Flags {
         extension: String,
         values: Map<String, Value>,

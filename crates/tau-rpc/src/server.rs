@@ -412,6 +412,7 @@ impl RpcServer {
         self.session.settle();
         if self.session.session_id() != previous_id {
             self.session.refresh_extension_state();
+            extensions.reinitialize(reason).await;
             let mut start = json!({"type": "session_start", "reason": reason});
             if let Some(file) = previous_file {
                 start["previousSessionFile"] = json!(file.display().to_string());

@@ -148,8 +148,18 @@ pub async fn before_agent_start(
     let mut changed = false;
     let event = extensions
         .emit(event, Some(cancel), |event, result| {
-            if let Some(message) = result.get("message").filter(|m| m.is_object()) {
-                let mut message = message.clone();
+            // `messages` holds every message when one extension's handlers returned several
+            // (`message` is then the first of them).
+            let returned: Vec<Value> = match result.get("messages").and_then(Value::as_array) {
+                Some(all) => all.clone(),
+                None => result
+                    .get("message")
+                    .filter(|m| m.is_object())
+                    .cloned()
+                    .into_iter()
+                    .collect(),
+            };
+            for mut message in returned {
                 message["role"] = json!("custom");
                 message["timestamp"] = json!(tau_ai::now_ms());
                 if message.get("display").is_none() {

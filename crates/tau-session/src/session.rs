@@ -405,6 +405,20 @@ impl AgentSession {
                 .collect(),
         );
         keys.insert("systemPrompt".into(), self.system_prompt(&tools).into());
+        keys.insert(
+            "availableModels".into(),
+            serde_json::to_value(self.available_models()).unwrap_or_default(),
+        );
+        // The whole catalog is large and only changes with the registry: built once.
+        let all_models = state
+            .session_keys
+            .lock()
+            .ok()
+            .and_then(|k| k.get("allModels").cloned())
+            .unwrap_or_else(|| {
+                serde_json::to_value(self.models.registry().all_models()).unwrap_or_default()
+            });
+        keys.insert("allModels".into(), all_models);
         // Read by the state source to compute `contextUsage` when a frame leaves.
         keys.insert(
             "contextWindow".into(),
@@ -534,9 +548,11 @@ impl AgentSession {
     /// Switches to `provider/id` (only models with credentials count) and re-applies the
     /// thinking level. Session-local: settings are not rewritten (decision 12).
     pub async fn set_model(&mut self, provider: &str, id: &str) -> Result<Model, SessionError> {
+        let before = self.choice_now();
         let changed = self.models.set_model(provider, id)?;
         let model = changed.model.clone();
         self.record(changed).await;
+        self.announce_choice(before, "set").await;
         model.ok_or_else(|| SessionError::ModelNotFound {
             provider: provider.to_string(),
             id: id.to_string(),
@@ -546,32 +562,72 @@ impl AgentSession {
     /// The next model of the scope (when one is set) or of all available models; `None` when
     /// there are fewer than two to choose from.
     pub async fn cycle_model(&mut self) -> Option<(Model, ThinkingLevel, bool)> {
+        let before = self.choice_now();
         let (changed, is_scoped) = self.models.cycle_model()?;
         let model = changed.model.clone()?;
         self.record(changed).await;
+        self.announce_choice(before, "cycle").await;
         Some((model, self.models.thinking_level(), is_scoped))
     }
 
     /// Sets the thinking level, clamped to the model; `thinking_level_changed` is emitted when
     /// the effective level changes.
     pub async fn set_thinking_level(&mut self, level: ThinkingLevel) {
+        let before = self.choice_now();
         let changed = self.models.set_thinking_level(level);
         self.record(crate::model_choice::Changed {
             model: None,
             thinking_level: changed,
         })
         .await;
+        self.announce_choice(before, "set").await;
     }
 
     /// The next supported level (wrapping); `None` for a model without reasoning.
     pub async fn cycle_thinking_level(&mut self) -> Option<ThinkingLevel> {
+        let before = self.choice_now();
         let changed = self.models.cycle_thinking_level()?;
         self.record(crate::model_choice::Changed {
             model: None,
             thinking_level: changed,
         })
         .await;
+        self.announce_choice(before, "cycle").await;
         Some(self.models.thinking_level())
+    }
+
+    fn choice_now(&self) -> (Option<Model>, ThinkingLevel) {
+        (self.models.model().cloned(), self.models.thinking_level())
+    }
+
+    /// Tells the extensions what changed since `before` (ext §3.2): `thinking_level_select`
+    /// (not awaited, as in pi) before `model_select`.
+    async fn announce_choice(&self, before: (Option<Model>, ThinkingLevel), source: &str) {
+        let Some(extensions) = &self.extensions else {
+            return;
+        };
+        let (previous_model, previous_level) = before;
+        let level = self.models.thinking_level();
+        if level != previous_level && extensions.subscribed("thinking_level_select") {
+            let event = serde_json::json!({"type": "thinking_level_select", "level": level,
+                "previousLevel": previous_level});
+            extensions.emit_detached("thinking_level_select", &event.to_string());
+        }
+        let model = self.models.model();
+        let same = |a: &Model, b: &Model| a.provider == b.provider && a.id == b.id;
+        let changed = match (model, &previous_model) {
+            (Some(now), Some(was)) => !same(now, was),
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if changed && extensions.subscribed("model_select") {
+            let mut event = serde_json::json!({"type": "model_select", "model": model,
+                "source": source});
+            if let Some(previous) = previous_model {
+                event["previousModel"] = serde_json::json!(previous);
+            }
+            crate::extension_hooks::notify(extensions, event).await;
+        }
     }
 
     /// Writes a model or level change to the session file, and announces a new level.

@@ -20,7 +20,8 @@ fn guard_path() -> String {
 fn models(mock: &BackgroundMock) -> String {
     json!({"providers": {"mock": {
         "baseUrl": format!("{}/v1", mock.url()), "api": "openai-completions", "apiKey": "mock-key",
-        "models": [{"id": "mock-1", "reasoning": true, "contextWindow": 100000, "maxTokens": 4096}],
+        "models": [{"id": "mock-1", "reasoning": true, "contextWindow": 100000, "maxTokens": 4096},
+                   {"id": "mock-2", "contextWindow": 50000, "maxTokens": 4096}],
     }}})
     .to_string()
 }
@@ -347,6 +348,20 @@ fn the_extension_mirror_follows_the_session() {
     assert_eq!(
         mirror["activeTools"],
         json!(["read", "bash", "edit", "write", "shout"])
+    );
+    assert_eq!(mirror["models"], json!(["mock-1", "mock-2"]));
+    t.request(json!({"id": "m", "type": "set_model", "provider": "mock", "modelId": "mock-2"}));
+    t.send(&json!({"id": "s2", "type": "prompt", "message": "/state"}));
+    let notify = t.event("extension_ui_request");
+    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        mirror["selects"],
+        json!([
+            {"type": "thinking_level_select", "level": "high", "previousLevel": "medium"},
+            {"type": "thinking_level_select", "level": "off", "previousLevel": "high"},
+            {"type": "model_select", "model": "mock-2", "previousModel": "mock-1", "source": "set"},
+        ]),
+        "pi's order: the level the new model clamps to, then the model"
     );
 }
 
