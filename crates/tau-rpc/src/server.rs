@@ -273,6 +273,17 @@ impl RpcServer {
                 self.session.abort().await;
                 Ok(Value::Null)
             }
+            // `ctx.compact()`: ends a running turn first, as pi does (ext §10.3.8).
+            "compact" => self
+                .session
+                .compact(text("customInstructions").as_deref())
+                .await
+                .map(|result| serde_json::to_value(result).unwrap_or_default())
+                .map_err(|e| e.to_string()),
+            "wait_for_idle" => {
+                self.session.wait_idle().await;
+                Ok(Value::Null)
+            }
             other => Err(format!(
                 "tau does not support the extension action \"{other}\" yet"
             )),

@@ -228,6 +228,53 @@ impl AgentSession {
         })
     }
 
+    /// `session_before_compact` (ext §3.2): whether an extension cancelled this compaction.
+    /// (A summary an extension supplies instead is not taken yet; see T69.)
+    async fn compaction_cancelled(
+        &self,
+        prepared: &Prepared,
+        custom_instructions: Option<&str>,
+    ) -> bool {
+        let Some(extensions) = self
+            .extensions
+            .as_ref()
+            .filter(|e| e.subscribed("session_before_compact"))
+        else {
+            return false;
+        };
+        let p = &prepared.preparation;
+        let mut event = serde_json::json!({
+            "type": "session_before_compact",
+            "preparation": {
+                "firstKeptEntryId": p.first_kept_entry_id,
+                "messagesToSummarize": p.messages_to_summarize,
+                "turnPrefixMessages": p.turn_prefix_messages,
+                "isSplitTurn": p.is_split_turn,
+                "tokensBefore": p.tokens_before,
+                "previousSummary": p.previous_summary,
+                "fileOps": {"read": p.file_ops.read_files, "written": p.file_ops.modified_files,
+                            "edited": []},
+            },
+            "branchEntries": prepared.path,
+            "reason": "manual",
+            "willRetry": false,
+        });
+        if let Some(instructions) = custom_instructions {
+            event["customInstructions"] = serde_json::json!(instructions);
+        }
+        let mut cancelled = false;
+        extensions
+            .emit(event, None, |_, result| {
+                if result.get("cancel").and_then(serde_json::Value::as_bool) == Some(true) {
+                    cancelled = true;
+                    return std::ops::ControlFlow::Break(());
+                }
+                std::ops::ControlFlow::Continue(())
+            })
+            .await;
+        cancelled
+    }
+
     pub(super) fn compaction_settings(&self) -> CompactionSettings {
         let mut settings = CompactionSettings::from_settings(&self.settings);
         settings.enabled &= self.auto_compaction;
@@ -250,6 +297,21 @@ impl AgentSession {
             Ok(summarizer) => {
                 match Prepared::of(&self.conversation, summarizer.settings.keep_recent_tokens) {
                     Ok(prepared) => {
+                        if self
+                            .compaction_cancelled(&prepared, custom_instructions)
+                            .await
+                        {
+                            self.events
+                                .emit(SessionEvent::CompactionEnd {
+                                    reason: CompactionReason::Manual,
+                                    result: None,
+                                    aborted: true,
+                                    will_retry: false,
+                                    error_message: None,
+                                })
+                                .await;
+                            return Err(SessionError::Store("Compaction cancelled".into()));
+                        }
                         summarizer
                             .compact(
                                 &self.conversation,
@@ -264,6 +326,23 @@ impl AgentSession {
             }
             Err(err) => Err(err.to_string()),
         };
+        if let (Ok(result), Some(extensions)) = (&outcome, &self.extensions)
+            && extensions.subscribed("session_compact")
+        {
+            let entry = self
+                .conversation
+                .store()
+                .entries()
+                .last()
+                .and_then(|e| serde_json::to_value(e).ok());
+            crate::extension_hooks::notify(
+                extensions,
+                serde_json::json!({"type": "session_compact", "compactionEntry": entry,
+                    "fromExtension": false, "reason": "manual", "willRetry": false,
+                    "result": result}),
+            )
+            .await;
+        }
         let (result, error_message) = match &outcome {
             Ok(result) => (Some(result.clone()), None),
             Err(error) => (None, Some(format!("Compaction failed: {error}"))),

@@ -590,3 +590,67 @@ fn context_and_tool_result_handlers_change_what_the_model_and_client_see() {
     assert_eq!(mirror["contextUsage"]["contextWindow"], 100000);
     assert!(mirror["contextUsage"]["tokens"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn compaction_asks_the_extensions_and_an_extension_can_start_one() {
+    let settings = json!({"compaction": {"keepRecentTokens": 1}});
+    let (mock, mut t) = start("keep", Some(settings.clone()));
+    t.event("extension_ui_request");
+    for text in ["first", "second"] {
+        mock.push(Reply::text(format!("reply to {text}")));
+        t.send(&json!({"id": text, "type": "prompt", "message": text}));
+        until(&mut t, "agent_settled");
+    }
+    let refused = t.request(json!({"id": "c", "type": "compact"}));
+    assert_eq!(refused["success"], false);
+    assert_eq!(refused["error"], "Compaction cancelled");
+    let end = t
+        .history()
+        .iter()
+        .rev()
+        .find_map(|r| r.json.clone().filter(|j| j["type"] == "compaction_end"))
+        .unwrap();
+    assert_eq!(end["aborted"], true);
+
+    let (mock, mut t) = start("", Some(settings));
+    t.event("extension_ui_request");
+    for text in ["first", "second"] {
+        mock.push(Reply::text(format!("reply to {text}")));
+        t.send(&json!({"id": text, "type": "prompt", "message": text}));
+        until(&mut t, "agent_settled");
+    }
+    mock.push(Reply::text("SUMMARY"));
+    t.send(&json!({"id": "q", "type": "prompt", "message": "/squeeze"}));
+    let records = until(&mut t, "response");
+    let notify = records
+        .iter()
+        .find(|r| r["method"] == "notify")
+        .expect("the command reports the compaction");
+    assert!(
+        notify["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("compacted: SUMMARY"),
+        "{notify}"
+    );
+    assert!(
+        notify["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("after:manual")
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["type"] == "compaction_end" && r["aborted"] == false)
+    );
+    assert!(
+        mock.requests()
+            .last()
+            .unwrap()
+            .body
+            .to_string()
+            .contains("keep it short"),
+        "the extension's instructions reached the summary request"
+    );
+}
