@@ -77,6 +77,11 @@ pub trait RunHost: Send + Sync {
     ) -> BoxFuture<'a, (AgentToolResult, bool)> {
         Box::pin(async move { (result, is_error) })
     }
+    /// A message is complete (pi's `message_end` extension event, whose handlers may replace
+    /// it, keeping its role): the message to report and keep.
+    fn finish_message(&self, message: AgentMessage) -> BoxFuture<'_, AgentMessage> {
+        Box::pin(async move { message })
+    }
     /// A validated call is about to run (pi's `tool_call` extension event): returns the
     /// arguments to run it with (possibly rewritten), or why it is blocked.
     fn before_tool_call<'a>(
@@ -181,22 +186,24 @@ pub async fn run(
 }
 
 async fn deliver(host: &dyn RunHost, message: AgentMessage, added: &mut Vec<AgentMessage>) {
-    add_whole_message(host, message.clone()).await;
-    added.push(message);
+    added.push(add_whole_message(host, message).await);
 }
 
 /// A message that exists whole at once (a prompt, a queued message, a tool result): its
-/// `message_start` and `message_end` back to back, then it joins the context.
-async fn add_whole_message(host: &dyn RunHost, message: AgentMessage) {
+/// `message_start` and `message_end` back to back, then it joins the context. Returns it as
+/// finished (see [`RunHost::finish_message`]).
+async fn add_whole_message(host: &dyn RunHost, message: AgentMessage) -> AgentMessage {
     host.emit(AgentEvent::MessageStart {
         message: message.clone(),
     })
     .await;
+    let message = host.finish_message(message).await;
     host.emit(AgentEvent::MessageEnd {
         message: message.clone(),
     })
     .await;
-    host.push_message(message);
+    host.push_message(message.clone());
+    message
 }
 
 /// Streams one assistant reply, emitting its message events; the final message is also
@@ -245,8 +252,7 @@ async fn stream_reply(
             }
             AssistantMessageEvent::Done { message, .. }
             | AssistantMessageEvent::Error { error: message, .. } => {
-                end_reply(host, &message, started).await;
-                return message;
+                return end_reply(host, message, started).await;
             }
             update => {
                 host.emit(AgentEvent::MessageUpdate {
@@ -270,24 +276,37 @@ async fn stream_reply(
     } else {
         "The provider stream ended without a result".into()
     });
-    end_reply(host, &message, started).await;
-    message
+    end_reply(host, message, started).await
 }
 
 /// Closes a streamed reply: its `message_start` if the stream never sent one (it failed
-/// before starting), the final message into the context, then `message_end`.
-async fn end_reply(host: &dyn RunHost, message: &AssistantMessage, started: bool) {
+/// before starting), the final message into the context, then `message_end`. Returns the
+/// reply as finished (see [`RunHost::finish_message`]).
+async fn end_reply(
+    host: &dyn RunHost,
+    message: AssistantMessage,
+    started: bool,
+) -> AssistantMessage {
     if !started {
         host.emit(AgentEvent::MessageStart {
             message: AgentMessage::Assistant(message.clone()),
         })
         .await;
     }
+    let message = match host
+        .finish_message(AgentMessage::Assistant(message.clone()))
+        .await
+    {
+        AgentMessage::Assistant(finished) => finished,
+        // The host keeps the role; anything else is ignored.
+        _ => message,
+    };
     host.push_message(AgentMessage::Assistant(message.clone()));
     host.emit(AgentEvent::MessageEnd {
         message: AgentMessage::Assistant(message.clone()),
     })
     .await;
+    message
 }
 
 fn empty_reply(model: &Model) -> AssistantMessage {
@@ -423,7 +442,11 @@ async fn execute_tools(
             is_error,
             timestamp: tau_ai::now_ms(),
         };
-        add_whole_message(host, AgentMessage::ToolResult(message.clone())).await;
+        let message = match add_whole_message(host, AgentMessage::ToolResult(message.clone())).await
+        {
+            AgentMessage::ToolResult(finished) => finished,
+            _ => message,
+        };
         results.push(message);
     }
     (results, terminate)

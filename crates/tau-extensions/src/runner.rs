@@ -530,6 +530,19 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Reports `error` once for every extension process `index` hosts.
+    async fn report_all(&self, index: usize, event: &str, error: &str) {
+        let paths: Vec<String> = self
+            .read()
+            .iter()
+            .filter(|e| e.process == index)
+            .map(|e| e.path.clone())
+            .collect();
+        for path in paths {
+            self.report(&path, event, error).await;
+        }
+    }
+
     async fn report(&self, path: &str, event: &str, error: &str) {
         self.outlet
             .write(OutboundRecord::Event(Box::new(
@@ -686,17 +699,7 @@ impl Extensions {
                         }
                     }
                 }
-                Err(error) => {
-                    let paths: Vec<String> = self
-                        .read()
-                        .iter()
-                        .filter(|e| e.process == index)
-                        .map(|e| e.path.clone())
-                        .collect();
-                    for path in paths {
-                        self.report(&path, "reinitialize", &error).await;
-                    }
-                }
+                Err(error) => self.shared.report_all(index, "reinitialize", &error).await,
             }
         }
     }
@@ -886,16 +889,8 @@ impl FrameHandler for Shared {
             {
                 return;
             }
-            let text = process.exit_text();
-            let paths: Vec<String> = self
-                .read()
-                .iter()
-                .filter(|e| e.process == index)
-                .map(|e| e.path.clone())
-                .collect();
-            for path in paths {
-                self.report(&path, "process", &text).await;
-            }
+            self.report_all(index, "process", &process.exit_text())
+                .await;
         })
     }
 }

@@ -179,7 +179,9 @@ impl Host {
             AgentEvent::TurnEnd { .. } => Some(self.turn_index.fetch_add(1, Ordering::Relaxed)),
             _ => None,
         };
-        if !extensions.subscribed(kind) {
+        // `message_end` goes to the extensions through `finish_message`, where a handler can
+        // replace the message before anyone else sees it.
+        if !extensions.subscribed(kind) || kind == "message_end" {
             return;
         }
         if self.cancel.is_cancelled() || kind == "message_update" {
@@ -257,6 +259,23 @@ impl RunHost for Host {
                 self.tell_extensions(extensions, &event).await;
             }
             self.events.emit(SessionEvent::Agent(event)).await;
+        })
+    }
+
+    fn finish_message(&self, message: AgentMessage) -> BoxFuture<'_, AgentMessage> {
+        Box::pin(async move {
+            match &self.extensions {
+                Some(extensions) if extensions.subscribed("message_end") => {
+                    if self.cancel.is_cancelled() {
+                        // After an abort: told, not waited for (T64).
+                        let event = serde_json::json!({"type": "message_end", "message": message});
+                        extensions.emit_detached("message_end", &event.to_string());
+                        return message;
+                    }
+                    crate::extension_hooks::message_end(extensions, message, &self.cancel).await
+                }
+                _ => message,
+            }
         })
     }
 

@@ -249,3 +249,50 @@ pub(crate) async fn tool_result(
         is_error,
     )
 }
+
+/// Runs the `message_end` handlers (ext §3.2): each may replace the message, keeping its
+/// role; the replacement is what the client sees and the session keeps. Another role is
+/// pi's `extension_error` and is ignored.
+pub(crate) async fn message_end(
+    extensions: &Extensions,
+    message: tau_agent::AgentMessage,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> tau_agent::AgentMessage {
+    let Ok(mut current) = serde_json::to_value(&message) else {
+        return message;
+    };
+    let role = current.get("role").cloned();
+    let mut replaced = false;
+    for extension in extensions.subscribers("message_end") {
+        let event = json!({"type": "message_end", "message": current});
+        let result = match extensions.call_event(&extension, event, Some(cancel)).await {
+            Ok(result) => result,
+            Err(CallError::Cancelled) => break,
+            Err(err) => {
+                extensions
+                    .report(&extension.path, "message_end", &err.to_string())
+                    .await;
+                continue;
+            }
+        };
+        let Some(candidate) = result.get("message").filter(|m| m.is_object()) else {
+            continue;
+        };
+        if candidate.get("role") != role.as_ref() {
+            extensions
+                .report(
+                    &extension.path,
+                    "message_end",
+                    "message_end handlers must return a message with the same role",
+                )
+                .await;
+            continue;
+        }
+        current = candidate.clone();
+        replaced = true;
+    }
+    if !replaced {
+        return message;
+    }
+    serde_json::from_value(current).unwrap_or(message)
+}

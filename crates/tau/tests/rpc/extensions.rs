@@ -654,3 +654,38 @@ fn compaction_asks_the_extensions_and_an_extension_can_start_one() {
         "the extension's instructions reached the summary request"
     );
 }
+
+#[test]
+fn message_end_handlers_replace_what_everyone_sees() {
+    let (mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    mock.push(Reply::text("the secret is REDACT-ME"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "wrong role"}));
+    let records = until(&mut t, "agent_settled");
+    let error = records
+        .iter()
+        .position(|r| r["type"] == "extension_error")
+        .expect("the wrong role is reported");
+    assert_eq!(
+        records[error]["error"],
+        "message_end handlers must return a message with the same role"
+    );
+    let user_end = records
+        .iter()
+        .position(|r| r["type"] == "message_end" && r["message"]["role"] == "user")
+        .unwrap();
+    assert!(error < user_end, "reported before the event it was for");
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(
+        end["message"]["content"],
+        json!([{"type": "text", "text": "[redacted]"}])
+    );
+    let last = t.request(json!({"id": "l", "type": "get_last_assistant_text"}));
+    assert_eq!(
+        last["data"]["text"], "[redacted]",
+        "the session keeps the replacement"
+    );
+}
