@@ -280,6 +280,11 @@ impl RpcServer {
                 .await
                 .map(|result| serde_json::to_value(result).unwrap_or_default())
                 .map_err(|e| e.to_string()),
+            // The command context's session calls (ext §4.2), as the RPC commands with the same
+            // extension events around them.
+            "new_session" | "switch_session" | "fork" => {
+                self.session_action(fields, &request.frame.action).await
+            }
             "wait_for_idle" => {
                 self.session.wait_idle().await;
                 Ok(Value::Null)
@@ -299,6 +304,46 @@ impl RpcServer {
         }
         request.reply(outcome);
         self.session.refresh_extension_state();
+    }
+
+    /// `ctx.newSession()`, `ctx.switchSession()`, `ctx.fork()`: the RPC command of the same
+    /// name, answered with its `data` (`{"cancelled"}`).
+    async fn session_action(
+        &mut self,
+        fields: &serde_json::Map<String, Value>,
+        action: &str,
+    ) -> Result<Value, String> {
+        let mut command = json!({"type": action});
+        match action {
+            "new_session" => {
+                if let Some(parent) = fields.get("parentSession") {
+                    command["parentSession"] = parent.clone();
+                }
+            }
+            "switch_session" => {
+                command["sessionPath"] = fields.get("sessionPath").cloned().unwrap_or_default()
+            }
+            _ => {
+                if fields.get("position").and_then(Value::as_str) == Some("at") {
+                    command = json!({"type": "clone"});
+                } else {
+                    command["entryId"] = fields.get("entryId").cloned().unwrap_or_default();
+                }
+            }
+        }
+        let Inbound::Command { command, .. } = parse_line(command.to_string().as_bytes()) else {
+            return Err(format!("{action}: malformed arguments"));
+        };
+        let line = match self.dispatch(None, command).await {
+            Some(line) => line,
+            None => return Ok(Value::Null),
+        };
+        let response: Value = serde_json::from_slice(&line).map_err(|e| e.to_string())?;
+        if response["success"] == Value::Bool(true) {
+            Ok(json!({"cancelled": response["data"]["cancelled"].as_bool().unwrap_or(false)}))
+        } else {
+            Err(response["error"].as_str().unwrap_or("failed").to_string())
+        }
     }
 
     /// `pi.sendUserMessage` (ext §7.5): a prompt from the extension; while a run streams it

@@ -555,6 +555,26 @@ fn session_replacement_asks_the_extensions_and_restarts_them() {
     );
     let after = t.request(json!({"id": "s1", "type": "get_state"}))["data"]["sessionId"].clone();
     assert_ne!(before, after);
+
+    // The same from a command (`ctx.newSession()`): the extension hears the replacement and
+    // gets pi's answer.
+    t.send(&json!({"id": "f", "type": "prompt", "message": "/fresh"}));
+    let mut records = until(&mut t, "response");
+    while records.last().unwrap()["id"] != "f" {
+        records = until(&mut t, "response");
+    }
+    let messages: Vec<&str> = records
+        .iter()
+        .filter(|r| r["method"] == "notify")
+        .map(|r| r["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        ["guard ready (new) on mock-1", "fresh: {\"cancelled\": false}"],
+        "{records:?}"
+    );
+    let third = t.request(json!({"id": "s2", "type": "get_state"}))["data"]["sessionId"].clone();
+    assert_ne!(after, third);
 }
 
 #[test]
