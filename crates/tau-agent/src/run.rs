@@ -77,6 +77,11 @@ pub trait RunHost: Send + Sync {
     ) -> BoxFuture<'a, (AgentToolResult, bool)> {
         Box::pin(async move { (result, is_error) })
     }
+    /// The tools and system prompt for the next model call when they changed during the run
+    /// (pi's `setActiveTools` takes effect at the next call); `None` keeps the run's own.
+    fn tools_now(&self) -> Option<(Vec<Arc<dyn AgentTool>>, String)> {
+        None
+    }
     /// A message is complete (pi's `message_end` extension event, whose handlers may replace
     /// it, keeping its role): the message to report and keep.
     fn finish_message(&self, message: AgentMessage) -> BoxFuture<'_, AgentMessage> {
@@ -129,6 +134,18 @@ pub async fn run(
                 host.delivering().await;
                 deliver(host, message, &mut added).await;
             }
+            let changed;
+            let spec = match host.tools_now() {
+                Some((tools, system_prompt)) => {
+                    changed = RunSpec {
+                        tools,
+                        system_prompt: Some(system_prompt),
+                        ..spec.clone()
+                    };
+                    &changed
+                }
+                None => spec,
+            };
             let reply = stream_reply(spec, host, cancel).await;
             host.reply_ended(&reply).await;
             added.push(AgentMessage::Assistant(reply.clone()));

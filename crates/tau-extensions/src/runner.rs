@@ -34,6 +34,11 @@ pub trait Outlet: Send + Sync + 'static {
 pub trait StateSource: Send + Sync + 'static {
     /// The mirror's plain keys (`model`, `thinkingLevel`, `isIdle`, …) as they are now.
     fn fields(&self) -> Map<String, Value>;
+    /// Keys that do not change during a run of tau (the model catalog): sent once per
+    /// process, on its first frame that carries state.
+    fn constant_fields(&self) -> Map<String, Value> {
+        Map::new()
+    }
     /// The session's entries from index `from` on, and how many there are in all; `None`
     /// when the list is no longer a continuation of what was sent (the session changed).
     fn entries_since(&self, from: usize, session_id: &str) -> Option<(Vec<Value>, usize)>;
@@ -45,6 +50,7 @@ struct Sent {
     fields: Map<String, Value>,
     entries: usize,
     session_id: String,
+    constants_sent: bool,
 }
 
 /// Deadlines (settings `extensionTimeouts`); `None` waits for ever.
@@ -403,6 +409,10 @@ impl Extensions {
         let mut sent = self.sent.get(index)?.lock().ok()?;
         let fields = source.fields();
         let mut delta = Map::new();
+        if !sent.constants_sent {
+            sent.constants_sent = true;
+            delta.extend(source.constant_fields());
+        }
         for (key, value) in &fields {
             if sent.fields.get(key) != Some(value) {
                 delta.insert(key.clone(), value.clone());

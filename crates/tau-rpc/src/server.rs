@@ -382,13 +382,18 @@ impl RpcServer {
             Some("followUp") => Some(QueueAs::FollowUp),
             _ => None,
         };
-        match self.session.prompt(&text, images, queue_as).await {
+        match self.session.prompt(&text, images.clone(), queue_as).await {
             Ok(PromptOutcome::Start(launch)) => {
                 self.session.launch(*launch);
                 Ok(Value::Null)
             }
             Ok(PromptOutcome::Queued) => Ok(Value::Null),
-            Ok(PromptOutcome::Held) => Err(SessionError::Busy.to_string()),
+            // Sent after the run's `agent_end` (from an `agent_end` handler): it continues
+            // that run, as in pi.
+            Ok(PromptOutcome::Held) => {
+                self.session.enqueue(QueueAs::FollowUp, &text, images).await;
+                Ok(Value::Null)
+            }
             Err(err) => Err(err.to_string()),
         }
     }
@@ -1120,6 +1125,9 @@ where
     let (mut actions, mut startup) = match extensions {
         Some(loaded) => {
             loaded.outlet.attach(sink.clone()).await;
+            // The session being opened (`--continue`, `--session`) must be whole before the
+            // extensions read it in `session_start`.
+            session.settle();
             session.set_extensions(std::sync::Arc::clone(&loaded.set));
             // `session_start` runs beside the input loop (decision 9): a dialog it opens
             // can be answered. Commands wait for it, as pi reads none before it ends.

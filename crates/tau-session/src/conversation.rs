@@ -41,6 +41,25 @@ pub(crate) struct State {
     pub retry_sleep: Option<tokio_util::sync::CancellationToken>,
     /// A compaction is summarising (`get_state.isCompacting`).
     pub compacting: bool,
+    /// The tools and system prompt for the next model call of the running run, when an
+    /// extension changed the active tools during it.
+    pub tools_now: Option<ToolsNow>,
+}
+
+/// Tools and system prompt that replace a running run's own.
+#[derive(Clone)]
+pub(crate) struct ToolsNow {
+    pub tools: Vec<Arc<dyn tau_agent::AgentTool>>,
+    pub system_prompt: String,
+}
+
+impl std::fmt::Debug for ToolsNow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+        f.debug_struct("ToolsNow")
+            .field("tools", &names)
+            .finish_non_exhaustive()
+    }
 }
 
 impl State {
@@ -260,6 +279,11 @@ impl RunHost for Host {
             }
             self.events.emit(SessionEvent::Agent(event)).await;
         })
+    }
+
+    fn tools_now(&self) -> Option<(Vec<Arc<dyn tau_agent::AgentTool>>, String)> {
+        let now = self.conversation.lock().tools_now.clone()?;
+        Some((now.tools, now.system_prompt))
     }
 
     fn finish_message(&self, message: AgentMessage) -> BoxFuture<'_, AgentMessage> {

@@ -14,6 +14,39 @@ pub(crate) struct ExtensionState {
     pub conversation: Arc<Conversation>,
     /// Keys only the session knows; replaced whole by [`AgentSession::refresh_extension_state`].
     pub session_keys: Mutex<Map<String, Value>>,
+    /// `allModels`, sent once per process.
+    pub all_models: Value,
+    /// `contextUsage` for a number of messages and a context window: estimating walks the
+    /// whole context, so it is redone only when either changes.
+    pub context_usage: Mutex<Option<(usize, u64, Value)>>,
+}
+
+impl ExtensionState {
+    fn context_usage(&self, window: u64) -> Value {
+        if window == 0 {
+            return Value::Null;
+        }
+        let count = self.conversation.lock().messages.len();
+        if let Ok(cached) = self.context_usage.lock()
+            && let Some((n, w, value)) = cached.as_ref()
+            && *n == count
+            && *w == window
+        {
+            return value.clone();
+        }
+        let known = {
+            let store = self.conversation.store();
+            crate::tokens::usage_known_since_compaction(&store.branch_path())
+        };
+        let tokens = known
+            .then(|| crate::tokens::estimate_context_tokens(&self.conversation.lock().messages));
+        let value = serde_json::json!({"tokens": tokens, "contextWindow": window,
+            "percent": tokens.map(|t| t as f64 / window as f64 * 100.0)});
+        if let Ok(mut cached) = self.context_usage.lock() {
+            *cached = Some((count, window, value.clone()));
+        }
+        value
+    }
 }
 
 impl tau_extensions::StateSource for ExtensionState {
@@ -36,20 +69,7 @@ impl tau_extensions::StateSource for ExtensionState {
             .and_then(Value::as_u64)
             .unwrap_or(0);
         fields.remove("contextWindow");
-        let tokens = {
-            let store = self.conversation.store();
-            crate::tokens::usage_known_since_compaction(&store.branch_path())
-        }
-        .then(|| crate::tokens::estimate_context_tokens(&self.conversation.lock().messages));
-        fields.insert(
-            "contextUsage".into(),
-            if window == 0 {
-                Value::Null
-            } else {
-                serde_json::json!({"tokens": tokens, "contextWindow": window,
-                    "percent": tokens.map(|t| t as f64 / window as f64 * 100.0)})
-            },
-        );
+        fields.insert("contextUsage".into(), self.context_usage(window));
         let store = self.conversation.store();
         fields.insert("sessionId".into(), store.session_id().into());
         if let Some(file) = store.file_path() {
@@ -66,6 +86,12 @@ impl tau_extensions::StateSource for ExtensionState {
         if let Ok(header) = serde_json::to_value(store.header()) {
             fields.insert("header".into(), header);
         }
+        fields
+    }
+
+    fn constant_fields(&self) -> Map<String, Value> {
+        let mut fields = Map::new();
+        fields.insert("allModels".into(), self.all_models.clone());
         fields
     }
 

@@ -364,6 +364,10 @@ impl AgentSession {
         let state = Arc::new(crate::extension_state::ExtensionState {
             conversation: Arc::clone(&self.conversation),
             session_keys: std::sync::Mutex::default(),
+            // The whole catalog is large and does not change while tau runs.
+            all_models: serde_json::to_value(self.models.registry().all_models())
+                .unwrap_or_default(),
+            context_usage: std::sync::Mutex::default(),
         });
         extensions.set_state_source(Arc::clone(&state) as Arc<dyn tau_extensions::StateSource>);
         self.extensions = Some(extensions);
@@ -409,16 +413,6 @@ impl AgentSession {
             "availableModels".into(),
             serde_json::to_value(self.available_models()).unwrap_or_default(),
         );
-        // The whole catalog is large and only changes with the registry: built once.
-        let all_models = state
-            .session_keys
-            .lock()
-            .ok()
-            .and_then(|k| k.get("allModels").cloned())
-            .unwrap_or_else(|| {
-                serde_json::to_value(self.models.registry().all_models()).unwrap_or_default()
-            });
-        keys.insert("allModels".into(), all_models);
         // Read by the state source to compute `contextUsage` when a frame leaves.
         keys.insert(
             "contextWindow".into(),
@@ -774,6 +768,7 @@ impl AgentSession {
     }
 
     fn start_run_with(&mut self, prompts: Vec<AgentMessage>, system_prompt: Option<String>) {
+        self.conversation.lock().tools_now = None;
         let Some(model) = self.models.model().cloned() else {
             return;
         };
@@ -852,6 +847,14 @@ impl AgentSession {
     /// tool has are ignored, as in pi).
     pub fn set_active_tools(&mut self, names: Vec<String>) {
         self.active_tools = Some(names);
+        if self.is_streaming() {
+            let tools = self.run_tools();
+            let system_prompt = self.system_prompt(&tools);
+            self.conversation.lock().tools_now = Some(crate::conversation::ToolsNow {
+                tools,
+                system_prompt,
+            });
+        }
     }
 
     /// `pi.sendMessage` (ext §7.4): an extension's custom message, delivered by `deliverAs`

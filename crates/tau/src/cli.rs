@@ -274,10 +274,19 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Str
                 .map_or(arg, |(_, long)| OsString::from(*long))
         })
         .collect();
-    let (args, extension_flags) = split_extension_flags(args);
-    let argv = std::iter::once(OsString::from("tau")).chain(args);
-    let cli = match Cli::try_parse_from(argv) {
-        Ok(cli) => cli,
+    // The usual command line has no extension flags: clap alone decides. Only an unknown
+    // `--option` makes it worth describing every known option to set the unknown ones aside
+    // (that description costs as much as the parse itself, on every start).
+    let with_name = |args: Vec<OsString>| std::iter::once(OsString::from("tau")).chain(args);
+    let (cli, extension_flags) = match Cli::try_parse_from(with_name(args.clone())) {
+        Ok(cli) => (cli, Vec::new()),
+        Err(err) if err.kind() == ErrorKind::UnknownArgument => {
+            let (args, extension_flags) = split_extension_flags(args);
+            match Cli::try_parse_from(with_name(args)) {
+                Ok(cli) => (cli, extension_flags),
+                Err(err) => return clap_error(err),
+            }
+        }
         Err(err) => return clap_error(err),
     };
     match cli.mode {

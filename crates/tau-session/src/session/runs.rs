@@ -158,6 +158,10 @@ async fn drive(
         {
             continue;
         }
+        if let Some(queued) = continues_for_extensions(&host, &run_cancel).await {
+            prompts = queued;
+            continue;
+        }
         break;
     }
     bash::flush_held_back(&host.conversation);
@@ -167,6 +171,44 @@ async fn drive(
             aborted: run_cancel.is_cancelled(),
         })
         .await;
+}
+
+/// Whether messages the extensions sent from their `agent_end` handlers continue the run, as
+/// pi continues it (rpc.md §5 step 4). Their actions go through the input loop, so the task
+/// first waits until that loop has carried out everything sent so far; if the loop is itself
+/// waiting on this task (an `abort`, stdin closing), the wait gives up quickly and the run ends.
+async fn continues_for_extensions(
+    host: &Host,
+    run_cancel: &CancellationToken,
+) -> Option<Vec<AgentMessage>> {
+    let extensions = host.extensions.as_ref()?;
+    if run_cancel.is_cancelled() || !extensions.subscribed("agent_end") {
+        return None;
+    }
+    tokio::select! {
+        () = extensions.actions_applied() => {}
+        () = run_cancel.cancelled() => return None,
+        () = tokio::time::sleep(std::time::Duration::from_millis(500)) => return None,
+    }
+    // pi's continuation takes the whole steering queue, else the whole follow-up queue,
+    // whatever the queue modes.
+    let (taken, update) = {
+        let mut state = host.conversation.lock();
+        let taken: Vec<_> = if state.steering.is_empty() {
+            state.follow_up.drain(..).collect()
+        } else {
+            state.steering.drain(..).collect()
+        };
+        let shown = taken.iter().any(|q| q.text.is_some());
+        (taken, shown.then(|| state.queue_update()))
+    };
+    if taken.is_empty() {
+        return None;
+    }
+    if let Some(update) = update {
+        host.events.emit(update).await;
+    }
+    Some(taken.into_iter().map(|q| q.message).collect())
 }
 
 /// After a run: when its last reply failed in a way worth retrying (rpc.md §9) and attempts

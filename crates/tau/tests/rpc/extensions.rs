@@ -570,7 +570,10 @@ fn session_replacement_asks_the_extensions_and_restarts_them() {
         .collect();
     assert_eq!(
         messages,
-        ["guard ready (new) on mock-1", "fresh: {\"cancelled\": false}"],
+        [
+            "guard ready (new) on mock-1",
+            "fresh: {\"cancelled\": false}"
+        ],
         "{records:?}"
     );
     let third = t.request(json!({"id": "s2", "type": "get_state"}))["data"]["sessionId"].clone();
