@@ -49,6 +49,27 @@ function openDialog(extensionPath, scope, options, fallback, fields, parse) {
 	});
 }
 
+/** The members that need a terminal: what pi's RPC and print modes do instead (nothing). */
+function terminalOnly() {
+	return {
+		custom: async () => undefined,
+		onTerminalInput: () => () => {},
+		setWorkingMessage: () => {},
+		setWorkingVisible: () => {},
+		setWorkingIndicator: () => {},
+		setHiddenThinkingLabel: () => {},
+		setFooter: () => {},
+		setHeader: () => {},
+		setEditorComponent: () => {},
+		getEditorComponent: () => undefined,
+		addAutocompleteProvider: () => {},
+		getToolsExpanded: () => false,
+		setToolsExpanded: () => {},
+		getAllThemes: () => [],
+		getTheme: () => undefined,
+	};
+}
+
 function notice(extensionPath, fields) {
 	send({ type: "ui_request", id: randomUUID(), extension: extensionPath, ...fields });
 }
@@ -74,21 +95,7 @@ export function createRpcUI(extensionPath, scope) {
 		setEditorText: (text) => notice(extensionPath, { method: "set_editor_text", text }),
 		pasteToEditor: (text) => ui.setEditorText(text),
 		getEditorText: () => "",
-		custom: async () => undefined,
-		onTerminalInput: () => () => {},
-		setWorkingMessage: () => {},
-		setWorkingVisible: () => {},
-		setWorkingIndicator: () => {},
-		setHiddenThinkingLabel: () => {},
-		setFooter: () => {},
-		setHeader: () => {},
-		setEditorComponent: () => {},
-		getEditorComponent: () => undefined,
-		addAutocompleteProvider: () => {},
-		getToolsExpanded: () => false,
-		setToolsExpanded: () => {},
-		getAllThemes: () => [],
-		getTheme: () => undefined,
+		...terminalOnly(),
 		setTheme: () => ({ success: false, error: "Theme switching not supported in RPC mode" }),
 		get theme() {
 			return getTheme();
@@ -110,21 +117,7 @@ export function createNoUI() {
 		setEditorText: () => {},
 		pasteToEditor: () => {},
 		getEditorText: () => "",
-		custom: async () => undefined,
-		onTerminalInput: () => () => {},
-		setWorkingMessage: () => {},
-		setWorkingVisible: () => {},
-		setWorkingIndicator: () => {},
-		setHiddenThinkingLabel: () => {},
-		setFooter: () => {},
-		setHeader: () => {},
-		setEditorComponent: () => {},
-		getEditorComponent: () => undefined,
-		addAutocompleteProvider: () => {},
-		getToolsExpanded: () => false,
-		setToolsExpanded: () => {},
-		getAllThemes: () => [],
-		getTheme: () => undefined,
+		...terminalOnly(),
 		setTheme: () => ({ success: false, error: "UI not available" }),
 		get theme() {
 			return getTheme();
