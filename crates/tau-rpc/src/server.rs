@@ -409,6 +409,11 @@ impl RpcServer {
     ) -> Vec<u8> {
         let name = command.name();
         let leaf = self.session.leaf_id();
+        let fork_before = |entry_id: &str| {
+            let event = json!({"type": "session_before_fork", "entryId": entry_id,
+                "position": "before"});
+            (event, "fork", None)
+        };
         let (before, reason, target) = match &command {
             RpcCommand::NewSession(_) => (
                 json!({"type": "session_before_switch", "reason": "new"}),
@@ -421,18 +426,8 @@ impl RpcServer {
                 "resume",
                 Some(c.session_path.clone()),
             ),
-            RpcCommand::Fork(c) => (
-                json!({"type": "session_before_fork", "entryId": c.entry_id,
-                    "position": "before"}),
-                "fork",
-                None,
-            ),
-            RpcCommand::Branch(c) => (
-                json!({"type": "session_before_fork", "entryId": c.entry_id,
-                    "position": "before"}),
-                "fork",
-                None,
-            ),
+            RpcCommand::Fork(c) => fork_before(&c.entry_id),
+            RpcCommand::Branch(c) => fork_before(&c.entry_id),
             _ => (
                 json!({"type": "session_before_fork", "entryId": leaf, "position": "at"}),
                 "fork",
