@@ -296,3 +296,54 @@ pub(crate) async fn message_end(
     }
     serde_json::from_value(current).unwrap_or(message)
 }
+
+/// pi's `before_provider_request` (chained: each handler may replace the payload) and
+/// `after_provider_response` (observation), around every model request of a run.
+pub(crate) struct ProviderHooks {
+    pub extensions: std::sync::Arc<Extensions>,
+}
+
+impl tau_ai::provider::RequestHooks for ProviderHooks {
+    fn before_request(&self, payload: Value) -> futures_util::future::BoxFuture<'_, Value> {
+        Box::pin(async move {
+            if !self.extensions.subscribed("before_provider_request") {
+                return payload;
+            }
+            let event = self
+                .extensions
+                .emit(
+                    json!({"type": "before_provider_request", "payload": payload}),
+                    None,
+                    |event, result| {
+                        if let Some(replaced) = result.get("payload").filter(|p| !p.is_null()) {
+                            event["payload"] = replaced.clone();
+                        }
+                        ControlFlow::Continue(())
+                    },
+                )
+                .await;
+            event["payload"].clone()
+        })
+    }
+
+    fn after_response(
+        &self,
+        status: u16,
+        headers: Vec<(String, String)>,
+    ) -> futures_util::future::BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if !self.extensions.subscribed("after_provider_response") {
+                return;
+            }
+            let headers: Map<String, Value> = headers
+                .into_iter()
+                .map(|(name, value)| (name, Value::String(value)))
+                .collect();
+            notify(
+                &self.extensions,
+                json!({"type": "after_provider_response", "status": status, "headers": headers}),
+            )
+            .await;
+        })
+    }
+}

@@ -795,6 +795,18 @@ impl AgentSession {
                 headers,
                 reasoning: Some(self.models.thinking_level()),
                 session_id: Some(self.session_id()),
+                hooks: self
+                    .extensions
+                    .as_ref()
+                    .filter(|e| {
+                        e.subscribed("before_provider_request")
+                            || e.subscribed("after_provider_response")
+                    })
+                    .map(|extensions| {
+                        Arc::new(crate::extension_hooks::ProviderHooks {
+                            extensions: Arc::clone(extensions),
+                        }) as Arc<dyn tau_ai::provider::RequestHooks>
+                    }),
                 ..StreamOptions::default()
             },
         };

@@ -75,6 +75,19 @@ pub struct ThinkingBudgets {
     pub high: Option<u64>,
 }
 
+/// Lets the caller see and change a request on its way out (pi's `before_provider_request`
+/// and `after_provider_response` extension events).
+pub trait RequestHooks: Send + Sync {
+    /// The request body about to be sent; returns the body to send.
+    fn before_request(&self, payload: Value) -> futures_util::future::BoxFuture<'_, Value>;
+    /// The response's status and headers (names lower-cased), before its body is read.
+    fn after_response(
+        &self,
+        status: u16,
+        headers: Vec<(String, String)>,
+    ) -> futures_util::future::BoxFuture<'_, ()>;
+}
+
 /// Options of one request.
 #[derive(Clone)]
 pub struct StreamOptions {
@@ -97,6 +110,8 @@ pub struct StreamOptions {
     /// Fill `partial` in every event with the message so far (pi 0.79's stream shape). Costs a
     /// clone of the message per event; consumers that keep their own snapshot leave it off.
     pub include_partial: bool,
+    /// Called around the HTTP exchange when set.
+    pub hooks: Option<std::sync::Arc<dyn RequestHooks>>,
 }
 
 impl std::fmt::Debug for StreamOptions {
@@ -126,6 +141,7 @@ impl Default for StreamOptions {
             cancel: CancellationToken::new(),
             idle_timeout: Duration::from_secs(300),
             include_partial: false,
+            hooks: None,
         }
     }
 }
@@ -465,7 +481,16 @@ async fn run(
     emitter: &mut Emitter,
     options: &StreamOptions,
 ) -> Result<(), ProviderError> {
-    let mut builder = client.post(&request.url).body(request.body);
+    let mut body = request.body;
+    if let Some(hooks) = &options.hooks {
+        // Only with hooks: the body goes back to a value for them and out as text again.
+        if let Ok(payload) = serde_json::from_slice::<Value>(&body) {
+            let payload = hooks.before_request(payload).await;
+            body =
+                serde_json::to_vec(&payload).map_err(|e| ProviderError::Config(e.to_string()))?;
+        }
+    }
+    let mut builder = client.post(&request.url).body(body);
     for (name, value) in &request.headers {
         builder = builder.header(name, value);
     }
@@ -473,6 +498,19 @@ async fn run(
         .await?
         .map_err(|e| ProviderError::Network(format!("Connection error: {}", describe(&e))))?;
     let status = response.status();
+    if let Some(hooks) = &options.hooks {
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_string(),
+                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        hooks.after_response(status.as_u16(), headers).await;
+    }
     if !status.is_success() {
         let retry_after = error::retry_after(response.headers());
         let body = guarded(response.bytes(), options)

@@ -712,3 +712,27 @@ fn message_end_handlers_replace_what_everyone_sees() {
         "the session keeps the replacement"
     );
 }
+
+#[test]
+fn provider_request_and_response_handlers_see_the_http_exchange() {
+    let (mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    until(&mut t, "agent_settled");
+    assert_eq!(
+        mock.requests()[0].body["metadata"],
+        json!({"guard": "on"}),
+        "the handler's payload is what was sent"
+    );
+    t.send(&json!({"id": "s", "type": "prompt", "message": "/state"}));
+    let notify = t.event("extension_ui_request");
+    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    assert_eq!(mirror["responses"][0][0], 200);
+    assert!(
+        mirror["responses"][0][1]
+            .as_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+}
