@@ -354,10 +354,37 @@ fn text_result(text: String) -> AgentToolResult {
     }
 }
 
-/// Runs one reply's tool calls concurrently: starts in call order, ends in completion order,
-/// result messages in call order. Returns the results and whether every tool asked to end
-/// the run.
+/// Runs one reply's tool calls: concurrently, unless one of the tools asks to run alone
+/// (pi's `executionMode: "sequential"`), which makes the whole batch run one call after the
+/// other, each from its start to its result message. Returns the results and whether every
+/// tool asked to end the run.
 async fn execute_tools(
+    spec: &RunSpec,
+    host: &dyn RunHost,
+    cancel: &CancellationToken,
+    calls: &[ToolCall],
+) -> (Vec<ToolResultMessage>, bool) {
+    let sequential = calls.iter().any(|call| {
+        spec.tools
+            .iter()
+            .any(|t| t.name() == call.name && t.sequential())
+    });
+    if !sequential {
+        return execute_batch(spec, host, cancel, calls).await;
+    }
+    let mut results = Vec::with_capacity(calls.len());
+    let mut terminate = !calls.is_empty();
+    for call in calls {
+        let (mut one, ends) = execute_batch(spec, host, cancel, std::slice::from_ref(call)).await;
+        terminate &= ends;
+        results.append(&mut one);
+    }
+    (results, terminate)
+}
+
+/// Runs tool calls concurrently: starts in call order, ends in completion order, result
+/// messages in call order.
+async fn execute_batch(
     spec: &RunSpec,
     host: &dyn RunHost,
     cancel: &CancellationToken,

@@ -39,6 +39,11 @@ pub trait AgentTool: Send + Sync {
     fn prompt_snippet(&self) -> Option<String> {
         self.description().lines().next().map(str::to_string)
     }
+    /// Whether a batch with this tool runs its calls one after the other (pi's
+    /// `executionMode: "sequential"`).
+    fn sequential(&self) -> bool {
+        false
+    }
     /// Lines added to the system prompt's guidelines while the tool is offered.
     fn prompt_guidelines(&self) -> Vec<String> {
         Vec::new()

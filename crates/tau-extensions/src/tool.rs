@@ -75,6 +75,10 @@ impl AgentTool for ExtensionTool {
         (!line.is_empty()).then_some(line)
     }
 
+    fn sequential(&self) -> bool {
+        self.registration.execution_mode.as_deref() == Some("sequential")
+    }
+
     fn prompt_guidelines(&self) -> Vec<String> {
         self.registration
             .prompt_guidelines

@@ -347,7 +347,7 @@ fn the_extension_mirror_follows_the_session() {
     assert_eq!(mirror["thinkingLevel"], "high");
     assert_eq!(
         mirror["activeTools"],
-        json!(["read", "bash", "edit", "write", "shout"])
+        json!(["read", "bash", "edit", "write", "shout", "tally"])
     );
     assert_eq!(mirror["models"], json!(["mock-1", "mock-2"]));
     t.request(json!({"id": "m", "type": "set_model", "provider": "mock", "modelId": "mock-2"}));
@@ -734,5 +734,32 @@ fn provider_request_and_response_handlers_see_the_http_exchange() {
             .as_str()
             .unwrap()
             .starts_with("text/event-stream")
+    );
+}
+
+#[test]
+fn a_sequential_tool_makes_its_batch_run_one_call_at_a_time() {
+    let (mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    mock.push(
+        Reply::new()
+            .tool_call("c1", "shout", json!({"text": "a"}))
+            .tool_call("c2", "tally", json!({})),
+    );
+    mock.push(Reply::text("done"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let records = until(&mut t, "agent_settled");
+    let at = |kind: &str, id: &str| {
+        records
+            .iter()
+            .position(|r| {
+                r["type"] == kind && (r["toolCallId"] == id || r["message"]["toolCallId"] == id)
+            })
+            .unwrap_or_else(|| panic!("no {kind} for {id}"))
+    };
+    assert!(at("tool_execution_end", "c1") < at("tool_execution_start", "c2"));
+    assert!(
+        at("message_end", "c1") < at("tool_execution_start", "c2"),
+        "each call runs to its result message before the next starts"
     );
 }
