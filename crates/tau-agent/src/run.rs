@@ -404,8 +404,13 @@ async fn execute_batch(
             None => Err(format!("Tool {} not found", call.name)),
             Some(_) if cancel.is_cancelled() => Err("Operation aborted".to_string()),
             Some(tool) => {
-                let prepared = tool.prepare_arguments(call.arguments.clone());
-                match crate::validate_arguments(tool.name(), tool.parameters(), &prepared) {
+                let prepared = match tool.prepare_arguments_async(&call.arguments) {
+                    Some(preparing) => preparing.await,
+                    None => Ok(tool.prepare_arguments(call.arguments.clone())),
+                };
+                match prepared.and_then(|prepared| {
+                    crate::validate_arguments(tool.name(), tool.parameters(), &prepared)
+                }) {
                     Ok(arguments) => host
                         .before_tool_call(call, arguments)
                         .await

@@ -39,6 +39,15 @@ pub trait AgentTool: Send + Sync {
     fn prompt_snippet(&self) -> Option<String> {
         self.description().lines().next().map(str::to_string)
     }
+    /// Like [`AgentTool::prepare_arguments`], for tools whose preparation is asynchronous (an
+    /// extension's `prepareArguments` runs in its process). `None`: nothing to prepare this way.
+    /// An `Err` becomes the call's error result.
+    fn prepare_arguments_async(
+        &self,
+        _arguments: &Map<String, Value>,
+    ) -> Option<BoxFuture<'_, Result<Map<String, Value>, String>>> {
+        None
+    }
     /// Whether a batch with this tool runs its calls one after the other (pi's
     /// `executionMode: "sequential"`).
     fn sequential(&self) -> bool {

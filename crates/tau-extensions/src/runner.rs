@@ -586,6 +586,34 @@ impl Extensions {
         tools
     }
 
+    /// A tool's `prepareArguments` (`prepare_arguments`): the upgraded arguments.
+    pub(crate) async fn prepare_arguments(
+        &self,
+        path: &str,
+        tool_name: &str,
+        arguments: Value,
+    ) -> Result<Value, CallError> {
+        let extension = self.read().iter().find(|e| e.path == path).cloned();
+        let Some(process) = extension.as_ref().and_then(|e| self.process(e)) else {
+            return Err(CallError::Exited(format!(
+                "Extension \"{path}\" is not running"
+            )));
+        };
+        process
+            .call(
+                |id| ToExtension::PrepareArguments {
+                    id,
+                    extension: path.to_string(),
+                    tool_name: tool_name.to_string(),
+                    arguments,
+                },
+                self.timeouts.handler,
+                None,
+                None,
+            )
+            .await
+    }
+
     /// Runs a registered tool (`execute_tool`), streaming progress to `updates`.
     pub(crate) async fn execute_tool(
         &self,

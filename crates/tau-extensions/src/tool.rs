@@ -75,6 +75,30 @@ impl AgentTool for ExtensionTool {
         (!line.is_empty()).then_some(line)
     }
 
+    fn prepare_arguments_async(
+        &self,
+        arguments: &Map<String, Value>,
+    ) -> Option<BoxFuture<'_, Result<Map<String, Value>, String>>> {
+        if !self.registration.prepare_arguments {
+            return None;
+        }
+        let arguments = Value::Object(arguments.clone());
+        Some(Box::pin(async move {
+            match self
+                .extensions
+                .prepare_arguments(&self.extension, &self.registration.name, arguments)
+                .await
+            {
+                Ok(Value::Object(prepared)) => Ok(prepared),
+                Ok(_) => Err(format!(
+                    "prepareArguments of \"{}\" did not return an object",
+                    self.registration.name
+                )),
+                Err(err) => Err(err.to_string()),
+            }
+        }))
+    }
+
     fn sequential(&self) -> bool {
         self.registration.execution_mode.as_deref() == Some("sequential")
     }

@@ -763,3 +763,31 @@ fn a_sequential_tool_makes_its_batch_run_one_call_at_a_time() {
         "each call runs to its result message before the next starts"
     );
 }
+
+#[test]
+fn prepare_arguments_upgrades_old_calls_before_validation() {
+    let (mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    mock.push(
+        Reply::new()
+            .tool_call("c1", "shout", json!({"words": "legacy"}))
+            .tool_call("c2", "shout", json!({"text": "unfixable"})),
+    );
+    mock.push(Reply::text("done"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let records = until(&mut t, "agent_settled");
+    let end = |id: &str| {
+        records
+            .iter()
+            .find(|r| r["type"] == "tool_execution_end" && r["toolCallId"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(end("c1")["isError"], false);
+    assert_eq!(end("c1")["result"]["content"][0]["text"], "LEGACY!");
+    assert_eq!(end("c2")["isError"], true);
+    assert_eq!(
+        end("c2")["result"]["content"][0]["text"],
+        "cannot upgrade these arguments"
+    );
+}
