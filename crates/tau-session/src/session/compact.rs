@@ -228,19 +228,19 @@ impl AgentSession {
         })
     }
 
-    /// `session_before_compact` (ext §3.2): whether an extension cancelled this compaction.
-    /// (A summary an extension supplies instead is not taken yet; see T69.)
-    async fn compaction_cancelled(
+    /// `session_before_compact` (ext §3.2): the first `cancel` stops the compaction; a
+    /// `compaction` an extension returns replaces the model's summary.
+    async fn ask_extensions(
         &self,
         prepared: &Prepared,
         custom_instructions: Option<&str>,
-    ) -> bool {
+    ) -> HookDecision {
         let Some(extensions) = self
             .extensions
             .as_ref()
             .filter(|e| e.subscribed("session_before_compact"))
         else {
-            return false;
+            return HookDecision::Proceed;
         };
         let p = &prepared.preparation;
         let mut event = serde_json::json!({
@@ -262,17 +262,23 @@ impl AgentSession {
         if let Some(instructions) = custom_instructions {
             event["customInstructions"] = serde_json::json!(instructions);
         }
-        let mut cancelled = false;
+        let mut decision = HookDecision::Proceed;
         extensions
             .emit(event, None, |_, result| {
                 if result.get("cancel").and_then(serde_json::Value::as_bool) == Some(true) {
-                    cancelled = true;
+                    decision = HookDecision::Cancel;
                     return std::ops::ControlFlow::Break(());
+                }
+                if let Some(supplied) = result
+                    .get("compaction")
+                    .and_then(|c| serde_json::from_value::<SuppliedCompaction>(c.clone()).ok())
+                {
+                    decision = HookDecision::Supplied(supplied);
                 }
                 std::ops::ControlFlow::Continue(())
             })
             .await;
-        cancelled
+        decision
     }
 
     pub(super) fn compaction_settings(&self) -> CompactionSettings {
@@ -293,14 +299,17 @@ impl AgentSession {
                 reason: CompactionReason::Manual,
             })
             .await;
+        let mut from_extension = false;
         let outcome = match self.summarizer() {
             Ok(summarizer) => {
                 match Prepared::of(&self.conversation, summarizer.settings.keep_recent_tokens) {
-                    Ok(prepared) => {
-                        if self
-                            .compaction_cancelled(&prepared, custom_instructions)
-                            .await
-                        {
+                    Ok(prepared) => match self.ask_extensions(&prepared, custom_instructions).await
+                    {
+                        HookDecision::Supplied(supplied) => {
+                            from_extension = true;
+                            Ok(write_supplied(&self.conversation, &prepared, supplied))
+                        }
+                        HookDecision::Cancel => {
                             self.events
                                 .emit(SessionEvent::CompactionEnd {
                                     reason: CompactionReason::Manual,
@@ -312,15 +321,17 @@ impl AgentSession {
                                 .await;
                             return Err(SessionError::Store("Compaction cancelled".into()));
                         }
-                        summarizer
-                            .compact(
-                                &self.conversation,
-                                prepared,
-                                custom_instructions,
-                                &CancellationToken::new(),
-                            )
-                            .await
-                    }
+                        HookDecision::Proceed => {
+                            summarizer
+                                .compact(
+                                    &self.conversation,
+                                    prepared,
+                                    custom_instructions,
+                                    &CancellationToken::new(),
+                                )
+                                .await
+                        }
+                    },
                     Err(skip) => Err(skip),
                 }
             }
@@ -338,7 +349,7 @@ impl AgentSession {
             crate::extension_hooks::notify(
                 extensions,
                 serde_json::json!({"type": "session_compact", "compactionEntry": entry,
-                    "fromExtension": false, "reason": "manual", "willRetry": false,
+                    "fromExtension": from_extension, "reason": "manual", "willRetry": false,
                     "result": result}),
             )
             .await;
@@ -357,6 +368,59 @@ impl AgentSession {
             })
             .await;
         outcome.map_err(SessionError::Store)
+    }
+}
+
+/// What the `session_before_compact` handlers decided.
+enum HookDecision {
+    Proceed,
+    Cancel,
+    Supplied(SuppliedCompaction),
+}
+
+/// A compaction an extension wrote itself (ext §3.2).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SuppliedCompaction {
+    summary: String,
+    first_kept_entry_id: Option<String>,
+    tokens_before: Option<u64>,
+    details: Option<serde_json::Value>,
+}
+
+/// Writes an extension's compaction (`fromHook: true`) and rebuilds the context from it.
+fn write_supplied(
+    conversation: &Conversation,
+    prepared: &Prepared,
+    supplied: SuppliedCompaction,
+) -> CompactionResult {
+    let p = &prepared.preparation;
+    let first_kept = supplied
+        .first_kept_entry_id
+        .unwrap_or_else(|| p.first_kept_entry_id.clone());
+    let tokens_before = supplied.tokens_before.unwrap_or(p.tokens_before);
+    let messages = {
+        let mut store = conversation.store();
+        if let Err(err) = store.append_compaction(
+            supplied.summary.clone(),
+            first_kept.clone(),
+            tokens_before,
+            supplied.details.clone(),
+            true,
+        ) {
+            tracing::error!("cannot write the session file: {err}");
+        }
+        store.build_context().messages
+    };
+    conversation.lock().messages = messages;
+    CompactionResult {
+        summary: supplied.summary,
+        short_summary: None,
+        first_kept_entry_id: first_kept,
+        tokens_before,
+        estimated_tokens_after: None,
+        details: supplied.details,
+        preserve_data: None,
     }
 }
 

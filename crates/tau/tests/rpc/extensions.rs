@@ -791,3 +791,33 @@ fn prepare_arguments_upgrades_old_calls_before_validation() {
         "cannot upgrade these arguments"
     );
 }
+
+#[test]
+fn an_extension_can_write_the_compaction_itself() {
+    let (mock, mut t) = start("own", Some(json!({"compaction": {"keepRecentTokens": 1}})));
+    t.event("extension_ui_request");
+    for text in ["first", "second"] {
+        mock.push(Reply::text(format!("reply to {text}")));
+        t.send(&json!({"id": text, "type": "prompt", "message": text}));
+        until(&mut t, "agent_settled");
+    }
+    let compacted = t.request(json!({"id": "c", "type": "compact"}));
+    assert_eq!(compacted["success"], true, "{compacted}");
+    assert_eq!(compacted["data"]["summary"], "GUARD SUMMARY");
+    assert_eq!(compacted["data"]["details"], json!({"by": "guard"}));
+    assert_eq!(
+        mock.requests().len(),
+        2,
+        "no summary was asked of the model"
+    );
+    let entries = t.request(json!({"id": "e", "type": "get_entries"}));
+    let entry = entries["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "compaction")
+        .cloned()
+        .unwrap();
+    assert_eq!(entry["fromHook"], true);
+    assert_eq!(entry["summary"], "GUARD SUMMARY");
+}
