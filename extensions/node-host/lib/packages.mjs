@@ -3,6 +3,7 @@
 // land on them, and lazy handles to the few pi internals the host itself uses (theme, exec, event
 // bus). Nothing heavy is imported until something needs it; Node's module cache then keeps one copy.
 
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -41,6 +42,48 @@ export function getAliases() {
 	return aliases;
 }
 
+/** The aliased pi packages an extension gets through a lazy facade when Node has require(esm). */
+export const LAZY_PACKAGES = ["pi-coding-agent", "pi-agent-core", "pi-tui", "pi-ai", "pi-ai/oauth"];
+
+let facades;
+
+/**
+ * jiti `virtualModules` standing in for the aliased pi packages (both scopes). jiti compiles an
+ * extension's `import { X } from "pkg"` to `const _pkg = await jitiImport("pkg")` and reads
+ * `_pkg.X` only where X is used, so each facade is an object with one getter per export name
+ * that loads the code behind it with require(esm) on first use. Importing pi-coding-agent costs
+ * ~500 ms, and many extensions use its exports (or pi-tui's) only later, or only in
+ * terminal-only code. Where the package's entry module only re-exports, a getter loads just the
+ * module that declares the export (`defineTool` costs ~5 ms, not the whole package); otherwise
+ * it loads the package. lib/export-names.json (scripts/gen-export-names.mjs) says which is which.
+ * Every value handed out is the package's own (require(esm) and import() share Node's module
+ * map, and the entry re-exports the same bindings), so identity, classes and `instanceof` are
+ * unchanged. Without require(esm) (Node < 20.19) there are no facades and the aliases load the
+ * packages eagerly.
+ */
+export function getFacades() {
+	if (facades || !canRequireEsm) return facades;
+	const aliases = getAliases();
+	const table = JSON.parse(readFileSync(new URL("./export-names.json", import.meta.url), "utf8"));
+	facades = {};
+	for (const name of LAZY_PACKAGES) {
+		const entry = aliases[`@earendil-works/${name}`];
+		const { names = [], modules = {} } = table[name] ?? {};
+		let whole;
+		const facade = Object.create(null);
+		for (const exportName of names) {
+			const declared = modules[exportName];
+			const get = declared
+				? () => require(join(dirname(entry), declared[0]))[declared[1]]
+				: () => (whole ??= require(entry))[exportName];
+			Object.defineProperty(facade, exportName, { enumerable: true, get });
+		}
+		Object.defineProperty(facade, Symbol.toStringTag, { value: "Module" });
+		for (const scope of ["@earendil-works", "@mariozechner"]) facades[`${scope}/${name}`] = facade;
+	}
+	return facades;
+}
+
 let createJiti;
 
 /**
@@ -51,7 +94,7 @@ let createJiti;
  */
 export async function newJiti() {
 	if (!createJiti) ({ createJiti } = await import("jiti"));
-	return createJiti(import.meta.url, { moduleCache: false, tryNative: false, alias: getAliases() });
+	return createJiti(import.meta.url, { moduleCache: false, tryNative: false, alias: getAliases(), virtualModules: getFacades() });
 }
 
 function distUrl(relative) {
