@@ -63,13 +63,30 @@ pub fn discover(sources: &Sources) -> Result<Vec<Entry>, DiscoveryError> {
         entries.extend(resolve_explicit(&path, "cli", "temporary")?);
     }
     if !sources.no_discovery {
+        // pi's ranks (ext §1.3): project settings paths, project auto directories, user
+        // settings paths, the user's auto directory. `-path` in a settings list keeps an
+        // auto-discovered entry out.
+        let mut excluded = Vec::new();
+        let mut discovered = Vec::new();
         if sources.project_trusted {
             for dir in [".pi", ".tau"] {
+                let base = sources.cwd.join(dir);
+                discovered.extend(listed_in_settings(&base, "project", &mut excluded));
+            }
+            for dir in [".pi", ".tau"] {
                 let auto = sources.cwd.join(dir).join("extensions");
-                entries.extend(scan_auto_dir(&auto, "project"));
+                discovered.extend(scan_auto_dir(&auto, "project"));
             }
         }
-        entries.extend(scan_auto_dir(&sources.agent_dir.join("extensions"), "user"));
+        discovered.extend(listed_in_settings(
+            &sources.agent_dir,
+            "user",
+            &mut excluded,
+        ));
+        discovered.extend(scan_auto_dir(&sources.agent_dir.join("extensions"), "user"));
+        discovered
+            .retain(|entry| entry.source != "auto" || !excluded.contains(&canonical(&entry.path)));
+        entries.extend(discovered);
     }
     let mut seen = std::collections::HashSet::new();
     entries.retain(|entry: &Entry| seen.insert(canonical(&entry.path)));
@@ -77,6 +94,40 @@ pub fn discover(sources: &Sources) -> Result<Vec<Entry>, DiscoveryError> {
         entry.path = canonical(&entry.path);
     }
     Ok(entries)
+}
+
+/// The `extensions` list of `<base>/settings.json` (paths relative to `base`): each existing
+/// path resolved as an entry, `-path` noted in `excluded`, `+path` forced in; a `!glob`
+/// (pi's exclusion pattern over the same scope) and other globs are not expanded here.
+fn listed_in_settings(base: &Path, scope: &'static str, excluded: &mut Vec<PathBuf>) -> Vec<Entry> {
+    let Ok(text) = std::fs::read_to_string(base.join("settings.json")) else {
+        return Vec::new();
+    };
+    let Ok(settings) = serde_json::from_str::<serde_json::Value>(&text) else {
+        // The settings loader reports a malformed file.
+        return Vec::new();
+    };
+    let Some(list) = settings.get("extensions").and_then(|e| e.as_array()) else {
+        return Vec::new();
+    };
+    let mut entries = Vec::new();
+    for item in list.iter().filter_map(|i| i.as_str()) {
+        if let Some(path) = item.strip_prefix('-') {
+            excluded.push(canonical(&absolute(base, path)));
+            continue;
+        }
+        let item = item.strip_prefix('+').unwrap_or(item);
+        if item.starts_with('!') || item.contains('*') {
+            continue;
+        }
+        let path = absolute(base, item);
+        if path.is_dir() {
+            entries.extend(resolve_dir(&path, "local", scope));
+        } else if path.is_file() {
+            entries.push(file_entry(&path, "local", scope));
+        }
+    }
+    entries
 }
 
 fn absolute(cwd: &Path, given: &str) -> PathBuf {
@@ -290,6 +341,44 @@ mod tests {
             names(discover(&sources).unwrap_or_else(|e| panic!("{e}"))).len(),
             2
         );
+    }
+
+    #[test]
+    fn settings_lists_come_before_auto_directories_and_can_exclude() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let cwd = tmp.path().join("project");
+        let agent = tmp.path().join("agent");
+        write(&agent.join("extensions/auto.ts"), "");
+        write(&agent.join("extensions/unwanted.ts"), "");
+        write(&agent.join("mine/listed.py"), "");
+        write(
+            &agent.join("settings.json"),
+            r#"{"extensions": ["mine/listed.py", "-extensions/unwanted.ts", "missing.ts", "!x/*"]}"#,
+        );
+        write(
+            &cwd.join(".pi/settings.json"),
+            r#"{"extensions": ["tools/p.ts"]}"#,
+        );
+        write(&cwd.join(".pi/tools/p.ts"), "");
+        let sources = Sources {
+            cwd: cwd.clone(),
+            agent_dir: agent.clone(),
+            project_trusted: true,
+            ..Sources::default()
+        };
+        let found = discover(&sources).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<String> = found
+            .iter()
+            .map(|e| {
+                e.path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(names, ["p.ts", "listed.py", "auto.ts"]);
+        assert_eq!((found[0].source, found[0].scope), ("local", "project"));
+        assert_eq!((found[1].source, found[1].scope), ("local", "user"));
     }
 
     #[test]
