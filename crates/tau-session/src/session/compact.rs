@@ -228,57 +228,17 @@ impl AgentSession {
         })
     }
 
-    /// `session_before_compact` (ext §3.2): the first `cancel` stops the compaction; a
-    /// `compaction` an extension returns replaces the model's summary.
     async fn ask_extensions(
         &self,
         prepared: &Prepared,
         custom_instructions: Option<&str>,
     ) -> HookDecision {
-        let Some(extensions) = self
-            .extensions
-            .as_ref()
-            .filter(|e| e.subscribed("session_before_compact"))
-        else {
-            return HookDecision::Proceed;
-        };
-        let p = &prepared.preparation;
-        let mut event = serde_json::json!({
-            "type": "session_before_compact",
-            "preparation": {
-                "firstKeptEntryId": p.first_kept_entry_id,
-                "messagesToSummarize": p.messages_to_summarize,
-                "turnPrefixMessages": p.turn_prefix_messages,
-                "isSplitTurn": p.is_split_turn,
-                "tokensBefore": p.tokens_before,
-                "previousSummary": p.previous_summary,
-                "fileOps": {"read": p.file_ops.read_files, "written": p.file_ops.modified_files,
-                            "edited": []},
-            },
-            "branchEntries": prepared.path,
-            "reason": "manual",
-            "willRetry": false,
-        });
-        if let Some(instructions) = custom_instructions {
-            event["customInstructions"] = serde_json::json!(instructions);
+        match &self.extensions {
+            Some(extensions) => {
+                ask_extensions(extensions, prepared, custom_instructions, "manual", false).await
+            }
+            None => HookDecision::Proceed,
         }
-        let mut decision = HookDecision::Proceed;
-        extensions
-            .emit(event, None, |_, result| {
-                if result.get("cancel").and_then(serde_json::Value::as_bool) == Some(true) {
-                    decision = HookDecision::Cancel;
-                    return std::ops::ControlFlow::Break(());
-                }
-                if let Some(supplied) = result
-                    .get("compaction")
-                    .and_then(|c| serde_json::from_value::<SuppliedCompaction>(c.clone()).ok())
-                {
-                    decision = HookDecision::Supplied(supplied);
-                }
-                std::ops::ControlFlow::Continue(())
-            })
-            .await;
-        decision
     }
 
     pub(super) fn compaction_settings(&self) -> CompactionSettings {
@@ -369,6 +329,57 @@ impl AgentSession {
             .await;
         outcome.map_err(SessionError::Store)
     }
+}
+
+/// `session_before_compact` (ext §3.2): the first `cancel` stops the compaction; a
+/// `compaction` an extension returns replaces the model's summary.
+async fn ask_extensions(
+    extensions: &tau_extensions::Extensions,
+    prepared: &Prepared,
+    custom_instructions: Option<&str>,
+    reason: &str,
+    will_retry: bool,
+) -> HookDecision {
+    if !extensions.subscribed("session_before_compact") {
+        return HookDecision::Proceed;
+    };
+    let p = &prepared.preparation;
+    let mut event = serde_json::json!({
+        "type": "session_before_compact",
+        "preparation": {
+            "firstKeptEntryId": p.first_kept_entry_id,
+            "messagesToSummarize": p.messages_to_summarize,
+            "turnPrefixMessages": p.turn_prefix_messages,
+            "isSplitTurn": p.is_split_turn,
+            "tokensBefore": p.tokens_before,
+            "previousSummary": p.previous_summary,
+            "fileOps": {"read": p.file_ops.read_files, "written": p.file_ops.modified_files,
+                        "edited": []},
+        },
+        "branchEntries": prepared.path,
+        "reason": reason,
+        "willRetry": will_retry,
+    });
+    if let Some(instructions) = custom_instructions {
+        event["customInstructions"] = serde_json::json!(instructions);
+    }
+    let mut decision = HookDecision::Proceed;
+    extensions
+        .emit(event, None, |_, result| {
+            if result.get("cancel").and_then(serde_json::Value::as_bool) == Some(true) {
+                decision = HookDecision::Cancel;
+                return std::ops::ControlFlow::Break(());
+            }
+            if let Some(supplied) = result
+                .get("compaction")
+                .and_then(|c| serde_json::from_value::<SuppliedCompaction>(c.clone()).ok())
+            {
+                decision = HookDecision::Supplied(supplied);
+            }
+            std::ops::ControlFlow::Continue(())
+        })
+        .await;
+    decision
 }
 
 /// What the `session_before_compact` handlers decided.
@@ -492,10 +503,33 @@ pub(crate) async fn after_run(
             action: None,
         })
         .await;
-    let outcome = summarizer
-        .compact(&host.conversation, prepared, None, cancel)
-        .await;
-    let aborted = cancel.is_cancelled();
+    let reason_text = match reason {
+        CompactionReason::Overflow => "overflow",
+        _ => "threshold",
+    };
+    let decision = match &host.extensions {
+        Some(extensions) => {
+            ask_extensions(extensions, &prepared, None, reason_text, will_retry).await
+        }
+        None => HookDecision::Proceed,
+    };
+    // A cancel by an extension ends the compaction as aborted, like an abort (ext §3.2).
+    let mut cancelled_by_extension = false;
+    let outcome = match decision {
+        HookDecision::Proceed => {
+            summarizer
+                .compact(&host.conversation, prepared, None, cancel)
+                .await
+        }
+        HookDecision::Supplied(supplied) => {
+            Ok(write_supplied(&host.conversation, &prepared, supplied))
+        }
+        HookDecision::Cancel => {
+            cancelled_by_extension = true;
+            Err("Compaction cancelled".to_string())
+        }
+    };
+    let aborted = cancel.is_cancelled() || cancelled_by_extension;
     let (result, error_message, will_retry) = match outcome {
         Ok(result) => (Some(result), None, will_retry),
         Err(_) if aborted => (None, None, false),

@@ -821,3 +821,40 @@ fn an_extension_can_write_the_compaction_itself() {
     assert_eq!(entry["fromHook"], true);
     assert_eq!(entry["summary"], "GUARD SUMMARY");
 }
+
+#[test]
+fn automatic_compaction_asks_the_extensions_too() {
+    // mock-1's window is 100,000 tokens: with 99,000 reserved, a reply that used 5,000 passes
+    // the threshold.
+    let settings = json!({"compaction": {"reserveTokens": 99000, "keepRecentTokens": 1}});
+    let (mock, mut t) = start("keep", Some(settings.clone()));
+    t.event("extension_ui_request");
+    mock.push(Reply::text("reply one"));
+    t.send(&json!({"id": "a", "type": "prompt", "message": "first"}));
+    until(&mut t, "agent_settled");
+    mock.push(Reply::text("reply two").usage(5000, 10, 0, 0));
+    t.send(&json!({"id": "b", "type": "prompt", "message": "second"}));
+    let records = until(&mut t, "agent_settled");
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "compaction_end")
+        .expect("the threshold compaction was tried");
+    assert_eq!(end["reason"], "threshold");
+    assert_eq!(end["aborted"], true, "the extension cancelled it");
+    assert_eq!(mock.requests().len(), 2, "no summary was asked for");
+
+    let (mock, mut t) = start("own", Some(settings));
+    t.event("extension_ui_request");
+    mock.push(Reply::text("reply one"));
+    t.send(&json!({"id": "a", "type": "prompt", "message": "first"}));
+    until(&mut t, "agent_settled");
+    mock.push(Reply::text("reply two").usage(5000, 10, 0, 0));
+    t.send(&json!({"id": "b", "type": "prompt", "message": "second"}));
+    let records = until(&mut t, "agent_settled");
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "compaction_end")
+        .unwrap();
+    assert_eq!(end["aborted"], false);
+    assert_eq!(end["result"]["summary"], "GUARD SUMMARY");
+}
