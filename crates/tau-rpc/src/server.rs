@@ -474,6 +474,13 @@ impl RpcServer {
                 start["previousSessionFile"] = json!(file.display().to_string());
             }
             tau_session::extension_hooks::notify(extensions, start).await;
+            let (skills, prompts) = tau_session::extension_hooks::resources_discover(
+                extensions,
+                self.session.cwd(),
+                "startup",
+            )
+            .await;
+            self.session.add_resource_paths(skills, prompts);
         }
         reply
     }
@@ -1127,12 +1134,14 @@ where
             // `session_start` runs beside the input loop (decision 9): a dialog it opens
             // can be answered. Commands wait for it, as pi reads none before it ends.
             let set = loaded.set;
+            let cwd = session.cwd().to_path_buf();
             let startup = tokio::spawn(async move {
                 tau_session::extension_hooks::notify(
                     &set,
                     json!({"type": "session_start", "reason": "startup"}),
                 )
                 .await;
+                tau_session::extension_hooks::resources_discover(&set, &cwd, "startup").await
             });
             (Some(loaded.actions), Some(startup))
         }
@@ -1183,9 +1192,15 @@ where
             code = &mut shutdown => break ExitReason::Signal(code),
             _ = &mut failed_rx => break ExitReason::OutputFailed,
             () = server.run_finished(), if server.holds_prompt() => server.release_held().await,
-            _ = async { if let Some(task) = startup.as_mut() { let _ = task.await; } },
-                if startup.is_some() => {
+            discovered = async {
+                match startup.as_mut() {
+                    Some(task) => task.await.unwrap_or_default(),
+                    None => std::future::pending().await,
+                }
+            }, if startup.is_some() => {
                 startup = None;
+                let (skills, prompts) = discovered;
+                server.session.add_resource_paths(skills, prompts);
                 server.release_held().await;
             }
             Some(action) = async {

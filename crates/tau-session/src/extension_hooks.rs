@@ -347,3 +347,37 @@ impl tau_ai::provider::RequestHooks for ProviderHooks {
         })
     }
 }
+
+/// Runs the `resources_discover` handlers (ext §3.2): the skill and prompt-template paths
+/// they name, merged in load order.
+pub async fn resources_discover(
+    extensions: &Extensions,
+    cwd: &std::path::Path,
+    reason: &str,
+) -> (Vec<String>, Vec<String>) {
+    let mut skills = Vec::new();
+    let mut prompts = Vec::new();
+    if !extensions.subscribed("resources_discover") {
+        return (skills, prompts);
+    }
+    let event = json!({"type": "resources_discover", "cwd": cwd, "reason": reason});
+    extensions
+        .emit(event, None, |_, result| {
+            let paths = |key: &str| -> Vec<String> {
+                result
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .map(|list| {
+                        list.iter()
+                            .filter_map(|p| p.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            skills.extend(paths("skillPaths"));
+            prompts.extend(paths("promptPaths"));
+            ControlFlow::Continue(())
+        })
+        .await;
+    (skills, prompts)
+}

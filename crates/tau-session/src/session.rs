@@ -855,6 +855,35 @@ impl AgentSession {
         }
     }
 
+    /// Skills and prompt templates the extensions' `resources_discover` handlers named: added
+    /// to the session's sources (as `--skill`/`--prompt-template` would) and loaded again.
+    pub fn add_resource_paths(&mut self, skills: Vec<String>, prompts: Vec<String>) {
+        if skills.is_empty() && prompts.is_empty() {
+            return;
+        }
+        let options = &mut self.config.resources;
+        for path in skills {
+            if !options.skills.contains(&path) {
+                options.skills.push(path);
+            }
+        }
+        for path in prompts {
+            if !options.prompt_templates.contains(&path) {
+                options.prompt_templates.push(path);
+            }
+        }
+        self.resources = crate::resources::Resources::load(
+            &self.config.agent_dir,
+            &self.config.cwd,
+            &self.config.resources,
+        );
+    }
+
+    /// The session's working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.config.cwd
+    }
+
     /// `pi.setActiveTools`: from the next model call on, runs offer these tools (names no
     /// tool has are ignored, as in pi).
     pub fn set_active_tools(&mut self, names: Vec<String>) {

@@ -858,3 +858,39 @@ fn automatic_compaction_asks_the_extensions_too() {
     assert_eq!(end["aborted"], false);
     assert_eq!(end["result"]["summary"], "GUARD SUMMARY");
 }
+
+#[test]
+fn skills_an_extension_discovers_are_offered() {
+    let mock = MockServer::start_background().unwrap();
+    let mut t = ready_tau(
+        tau()
+            .agent_file("models.json", models(&mock))
+            .cwd_file(
+                "guard-skills/guarded/SKILL.md",
+                "---\nname: guarded\ndescription: Found by the guard\n---\nGuard body\n",
+            )
+            .arg("--no-session")
+            .arg("-e")
+            .arg(guard_path()),
+    );
+    t.event("extension_ui_request");
+    let commands = t.request(json!({"id": "c", "type": "get_commands"}));
+    let skill = commands["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "skill:guarded")
+        .cloned()
+        .expect("the discovered skill is listed");
+    assert_eq!(skill["description"], "Found by the guard");
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    until(&mut t, "agent_settled");
+    assert!(
+        mock.requests()[0]
+            .body
+            .to_string()
+            .contains("Found by the guard"),
+        "the model is told about it"
+    );
+}
