@@ -96,6 +96,9 @@ pub struct RpcServer {
     /// kept. Only what must act at once (aborts, host-tool and UI replies) skips the line.
     backlog: std::collections::VecDeque<Inbound>,
     interrupt: std::sync::Arc<LoopInterrupt>,
+    /// An extension called `ctx.shutdown()`: tau ends as at the end of stdin once the line
+    /// being handled is answered (rpc.md §1.5).
+    shutdown_requested: bool,
 }
 
 impl RpcServer {
@@ -107,6 +110,7 @@ impl RpcServer {
             held: None,
             backlog: std::collections::VecDeque::new(),
             interrupt: std::sync::Arc::default(),
+            shutdown_requested: false,
         }
     }
 
@@ -285,6 +289,11 @@ impl RpcServer {
             "new_session" | "switch_session" | "fork" => {
                 self.session_action(fields, &request.frame.action).await
             }
+            "shutdown" => {
+                self.shutdown_requested = true;
+                Ok(Value::Null)
+            }
+            "get_state" => Ok(self.session.extension_state_snapshot()),
             "wait_for_idle" => {
                 self.session.wait_idle().await;
                 Ok(Value::Null)
@@ -1124,6 +1133,9 @@ where
         .await;
 
     let mut session = make_session(sink.clone());
+    let outlet = extensions
+        .as_ref()
+        .map(|loaded| std::sync::Arc::clone(&loaded.outlet));
     let (mut actions, mut startup) = match extensions {
         Some(loaded) => {
             loaded.outlet.attach(sink.clone()).await;
@@ -1220,10 +1232,16 @@ where
                 None => break ExitReason::InputClosed,
             },
         }
+        if server.shutdown_requested {
+            break ExitReason::InputClosed;
+        }
     };
     if let Some(task) = startup {
         let _ = task.await;
     }
+    // Nothing carries out actions from here on: anything waiting for them (a command's
+    // response waits until the actions it sent are done) is released instead of hanging.
+    drop(actions);
 
     match reason {
         ExitReason::InputClosed => server.finish().await,
@@ -1239,6 +1257,9 @@ where
             .await;
         }
         extensions.shutdown();
+    }
+    if let Some(outlet) = outlet {
+        outlet.detach().await;
     }
     // Closing the last sender lets the writer drain what is queued and flush.
     drop(server);

@@ -85,6 +85,14 @@ impl ExtensionOutlet {
     }
 }
 
+impl ExtensionOutlet {
+    /// Lets go of the writer: at the end, so that the writer can finish even while something
+    /// (the stdin reader blocked on a read) still holds the extensions.
+    pub async fn detach(&self) {
+        self.state.lock().await.sink = None;
+    }
+}
+
 impl tau_extensions::Outlet for ExtensionOutlet {
     fn write(
         &self,

@@ -375,6 +375,26 @@ impl AgentSession {
         self.refresh_extension_state();
     }
 
+    /// The whole mirror as extensions see it (the `get_state` action), entries included.
+    pub fn extension_state_snapshot(&self) -> serde_json::Value {
+        use tau_extensions::StateSource;
+        let Some(state) = &self.extension_state else {
+            return serde_json::Value::Null;
+        };
+        let mut fields = state.fields();
+        fields.extend(state.constant_fields());
+        let session_id = self.session_id();
+        let entries = state
+            .entries_since(0, &session_id)
+            .map(|(entries, _)| entries)
+            .unwrap_or_default();
+        fields.insert(
+            "entries".into(),
+            serde_json::json!({"reset": true, "append": entries}),
+        );
+        serde_json::Value::Object(fields)
+    }
+
     /// Brings the keys only the session knows up to date in the extensions' mirror: called
     /// after every command and action, which are what change them.
     pub fn refresh_extension_state(&mut self) {

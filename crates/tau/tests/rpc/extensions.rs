@@ -894,3 +894,23 @@ fn skills_an_extension_discovers_are_offered() {
         "the model is told about it"
     );
 }
+
+#[test]
+fn get_state_and_shutdown_actions() {
+    let (_mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    t.send(&json!({"id": "w", "type": "prompt", "message": "/whoami"}));
+    let notify = t.event("extension_ui_request");
+    let text = notify["message"].as_str().unwrap();
+    assert!(text.starts_with("mock-1, "), "{text}");
+    assert!(
+        !text.ends_with(", 0 models"),
+        "the catalog is there: {text}"
+    );
+    t.response("w");
+    // ctx.shutdown(): the prompt is answered, then tau ends as at the end of its input.
+    t.send(&json!({"id": "q", "type": "prompt", "message": "/quit"}));
+    assert_eq!(t.response("q")["success"], true);
+    let status = t.wait_exit(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0));
+}
