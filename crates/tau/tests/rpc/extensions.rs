@@ -40,6 +40,31 @@ fn start(mode: &str, settings: Option<Value>) -> (BackgroundMock, Tau) {
     (mock, ready_tau(builder))
 }
 
+/// The extension's view of tau, as `/state` (guard.py) reports it.
+fn mirror_of(t: &mut Tau, id: &str) -> Value {
+    t.send(&json!({"id": id, "type": "prompt", "message": "/state"}));
+    let notify = t.event("extension_ui_request");
+    serde_json::from_str(notify["message"].as_str().unwrap()).unwrap()
+}
+
+/// The `tool_execution_end` of a call.
+fn tool_end(records: &[Value], id: &str) -> Value {
+    records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_end" && r["toolCallId"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no tool_execution_end for {id}"))
+}
+
+/// Two prompts and their replies, so that there is something to compact.
+fn two_exchanges(mock: &BackgroundMock, t: &mut Tau) {
+    for text in ["first", "second"] {
+        mock.push(Reply::text(format!("reply to {text}")));
+        t.send(&json!({"id": text, "type": "prompt", "message": text}));
+        until(t, "agent_settled");
+    }
+}
+
 /// Records up to and including the first of `kind`.
 fn until(t: &mut Tau, kind: &str) -> Vec<Value> {
     let mut out = Vec::new();
@@ -74,13 +99,7 @@ fn session_start_tools_and_blocking_through_a_python_extension() {
     mock.push(Reply::text("done"));
     t.send(&json!({"id": "p", "type": "prompt", "message": "shout"}));
     let records = until(&mut t, "agent_settled");
-    let end_of = |id: &str| {
-        records
-            .iter()
-            .find(|r| r["type"] == "tool_execution_end" && r["toolCallId"] == id)
-            .cloned()
-            .unwrap_or_else(|| panic!("no tool_execution_end for {id}"))
-    };
+    let end_of = |id: &str| tool_end(&records, id);
     let shout = end_of("c1");
     assert_eq!(shout["isError"], false);
     assert_eq!(
@@ -327,9 +346,7 @@ fn the_extension_mirror_follows_the_session() {
     t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
     until(&mut t, "agent_settled");
     t.request(json!({"id": "th", "type": "set_thinking_level", "level": "high"}));
-    t.send(&json!({"id": "s", "type": "prompt", "message": "/state"}));
-    let notify = t.event("extension_ui_request");
-    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    let mirror = mirror_of(&mut t, "s");
     let entries = t.request(json!({"id": "e", "type": "get_entries"}));
     let ids: Vec<Value> = entries["data"]["entries"]
         .as_array()
@@ -351,9 +368,7 @@ fn the_extension_mirror_follows_the_session() {
     );
     assert_eq!(mirror["models"], json!(["mock-1", "mock-2"]));
     t.request(json!({"id": "m", "type": "set_model", "provider": "mock", "modelId": "mock-2"}));
-    t.send(&json!({"id": "s2", "type": "prompt", "message": "/state"}));
-    let notify = t.event("extension_ui_request");
-    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    let mirror = mirror_of(&mut t, "s2");
     assert_eq!(
         mirror["selects"],
         json!([
@@ -378,9 +393,7 @@ fn extension_flags_come_from_the_command_line() {
             .arg(guard_path()),
     );
     t.event("extension_ui_request");
-    t.send(&json!({"id": "s", "type": "prompt", "message": "/state"}));
-    let notify = t.event("extension_ui_request");
-    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    let mirror = mirror_of(&mut t, "s");
     assert_eq!(mirror["flags"], json!({"loud": true, "greeting": "hey"}));
 
     let run = |extra: &[&str]| {
@@ -537,9 +550,7 @@ fn session_replacement_asks_the_extensions_and_restarts_them() {
     assert_eq!(fresh["data"], json!({"cancelled": false}));
     let start = t.event("extension_ui_request");
     assert_eq!(start["message"], "guard ready (new) on mock-1");
-    t.send(&json!({"id": "s", "type": "prompt", "message": "/state"}));
-    let notify = t.event("extension_ui_request");
-    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    let mirror = mirror_of(&mut t, "s");
     assert_eq!(mirror["shutdowns"], json!(["new"]));
     let entries = t.request(json!({"id": "e", "type": "get_entries"}));
     let ids: Vec<Value> = entries["data"]["entries"]
@@ -607,9 +618,7 @@ fn context_and_tool_result_handlers_change_what_the_model_and_client_see() {
         !messages["data"].to_string().contains("injected by context"),
         "the session's own messages are untouched"
     );
-    t.send(&json!({"id": "s", "type": "prompt", "message": "/state"}));
-    let notify = t.event("extension_ui_request");
-    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    let mirror = mirror_of(&mut t, "s");
     assert_eq!(mirror["contextUsage"]["contextWindow"], 100000);
     assert!(mirror["contextUsage"]["tokens"].as_u64().unwrap() > 0);
 }
@@ -619,11 +628,7 @@ fn compaction_asks_the_extensions_and_an_extension_can_start_one() {
     let settings = json!({"compaction": {"keepRecentTokens": 1}});
     let (mock, mut t) = start("keep", Some(settings.clone()));
     t.event("extension_ui_request");
-    for text in ["first", "second"] {
-        mock.push(Reply::text(format!("reply to {text}")));
-        t.send(&json!({"id": text, "type": "prompt", "message": text}));
-        until(&mut t, "agent_settled");
-    }
+    two_exchanges(&mock, &mut t);
     let refused = t.request(json!({"id": "c", "type": "compact"}));
     assert_eq!(refused["success"], false);
     assert_eq!(refused["error"], "Compaction cancelled");
@@ -637,11 +642,7 @@ fn compaction_asks_the_extensions_and_an_extension_can_start_one() {
 
     let (mock, mut t) = start("", Some(settings));
     t.event("extension_ui_request");
-    for text in ["first", "second"] {
-        mock.push(Reply::text(format!("reply to {text}")));
-        t.send(&json!({"id": text, "type": "prompt", "message": text}));
-        until(&mut t, "agent_settled");
-    }
+    two_exchanges(&mock, &mut t);
     mock.push(Reply::text("SUMMARY"));
     t.send(&json!({"id": "q", "type": "prompt", "message": "/squeeze"}));
     let records = until(&mut t, "response");
@@ -725,9 +726,7 @@ fn provider_request_and_response_handlers_see_the_http_exchange() {
         json!({"guard": "on"}),
         "the handler's payload is what was sent"
     );
-    t.send(&json!({"id": "s", "type": "prompt", "message": "/state"}));
-    let notify = t.event("extension_ui_request");
-    let mirror: Value = serde_json::from_str(notify["message"].as_str().unwrap()).unwrap();
+    let mirror = mirror_of(&mut t, "s");
     assert_eq!(mirror["responses"][0][0], 200);
     assert!(
         mirror["responses"][0][1]
@@ -776,13 +775,7 @@ fn prepare_arguments_upgrades_old_calls_before_validation() {
     mock.push(Reply::text("done"));
     t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
     let records = until(&mut t, "agent_settled");
-    let end = |id: &str| {
-        records
-            .iter()
-            .find(|r| r["type"] == "tool_execution_end" && r["toolCallId"] == id)
-            .cloned()
-            .unwrap()
-    };
+    let end = |id: &str| tool_end(&records, id);
     assert_eq!(end("c1")["isError"], false);
     assert_eq!(end("c1")["result"]["content"][0]["text"], "LEGACY!");
     assert_eq!(end("c2")["isError"], true);
@@ -796,11 +789,7 @@ fn prepare_arguments_upgrades_old_calls_before_validation() {
 fn an_extension_can_write_the_compaction_itself() {
     let (mock, mut t) = start("own", Some(json!({"compaction": {"keepRecentTokens": 1}})));
     t.event("extension_ui_request");
-    for text in ["first", "second"] {
-        mock.push(Reply::text(format!("reply to {text}")));
-        t.send(&json!({"id": text, "type": "prompt", "message": text}));
-        until(&mut t, "agent_settled");
-    }
+    two_exchanges(&mock, &mut t);
     let compacted = t.request(json!({"id": "c", "type": "compact"}));
     assert_eq!(compacted["success"], true, "{compacted}");
     assert_eq!(compacted["data"]["summary"], "GUARD SUMMARY");
