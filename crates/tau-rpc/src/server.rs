@@ -304,11 +304,14 @@ impl RpcServer {
         };
         if let (Err(error), None) = (&outcome, &request.frame.id) {
             // Nobody waits for the answer: the failure is reported as pi reports a rejected
-            // fire-and-forget call.
+            // fire-and-forget call; pi names its runtime, not the extension, for the two
+            // message calls (ext §1.7).
             if let Some(extensions) = self.session.extensions() {
-                extensions
-                    .report(&request.extension, &request.frame.action, error)
-                    .await;
+                let path = match request.frame.action.as_str() {
+                    "send_message" | "send_user_message" => "<runtime>",
+                    _ => request.extension.as_str(),
+                };
+                extensions.report(path, &request.frame.action, error).await;
             }
         }
         request.reply(outcome);

@@ -903,3 +903,21 @@ fn get_state_and_shutdown_actions() {
     let status = t.wait_exit(Duration::from_secs(10));
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn a_refused_message_from_an_extension_is_reported_as_pis_runtime_error() {
+    let (mock, mut t) = start("nudge", None);
+    t.event("extension_ui_request");
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    let records = until(&mut t, "agent_settled");
+    let error = records
+        .iter()
+        .find(|r| r["type"] == "extension_error" && r["event"] == "send_user_message")
+        .expect("the refusal is reported");
+    assert_eq!(error["extensionPath"], "<runtime>");
+    assert_eq!(
+        error["error"],
+        "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+    );
+}
