@@ -395,6 +395,21 @@ impl Extensions {
         self.processes.get(extension.process)
     }
 
+    /// The live process hosting the extension at `path`, and its index.
+    fn running(&self, path: &str) -> Result<(&Arc<Process>, usize), CallError> {
+        let index = self
+            .read()
+            .iter()
+            .find(|e| e.path == path)
+            .map(|e| e.process);
+        match index.and_then(|i| self.processes.get(i).map(|p| (p, i))) {
+            Some((process, index)) if !process.has_exited() => Ok((process, index)),
+            _ => Err(CallError::Exited(format!(
+                "Extension \"{path}\" is not running"
+            ))),
+        }
+    }
+
     /// Connects the session whose state the processes mirror.
     pub fn set_state_source(&self, source: Arc<dyn StateSource>) {
         if let Ok(mut state) = self.state.write() {
@@ -593,12 +608,7 @@ impl Extensions {
         tool_name: &str,
         arguments: Value,
     ) -> Result<Value, CallError> {
-        let extension = self.read().iter().find(|e| e.path == path).cloned();
-        let Some(process) = extension.as_ref().and_then(|e| self.process(e)) else {
-            return Err(CallError::Exited(format!(
-                "Extension \"{path}\" is not running"
-            )));
-        };
+        let (process, _) = self.running(path)?;
         process
             .call(
                 |id| ToExtension::PrepareArguments {
@@ -624,18 +634,8 @@ impl Extensions {
         cancel: &CancellationToken,
         updates: mpsc::UnboundedSender<Value>,
     ) -> Result<Value, CallError> {
-        let extension = self.read().iter().find(|e| e.path == path).cloned();
-        let Some(process) = extension.as_ref().and_then(|e| self.process(e)) else {
-            return Err(CallError::Exited(format!(
-                "Extension \"{path}\" is not running"
-            )));
-        };
-        if process.has_exited() {
-            return Err(CallError::Exited(format!(
-                "Extension \"{path}\" is not running"
-            )));
-        }
-        let state = extension.as_ref().and_then(|e| self.state_for(e.process));
+        let (process, index) = self.running(path)?;
+        let state = self.state_for(index);
         process
             .call(
                 |id| ToExtension::ExecuteTool {
@@ -759,15 +759,12 @@ impl Extensions {
         args: &str,
         cancel: Option<&CancellationToken>,
     ) {
-        let extension = self
-            .read()
-            .iter()
-            .find(|e| e.path == command.extension)
-            .cloned();
-        let Some(process) = extension.as_ref().and_then(|e| self.process(e)) else {
-            return;
+        let target = format!("command:{}", command.name);
+        let (process, index) = match self.running(&command.extension) {
+            Ok(running) => running,
+            Err(err) => return self.report(&target, "command", &err.to_string()).await,
         };
-        let state = extension.as_ref().and_then(|e| self.state_for(e.process));
+        let state = self.state_for(index);
         let outcome = process
             .call(
                 |id| ToExtension::RunCommand {
@@ -785,12 +782,7 @@ impl Extensions {
         if let Err(err) = outcome
             && err != CallError::Cancelled
         {
-            self.report(
-                &format!("command:{}", command.name),
-                "command",
-                &err.to_string(),
-            )
-            .await;
+            self.report(&target, "command", &err.to_string()).await;
         }
     }
 

@@ -1,8 +1,9 @@
 //! Reading the text out of content: what providers send for a tool result, what compaction
 //! summarises, what fork listings and error texts show. One rule, written once: text blocks
-//! in order, images left out, joined by the caller's separator.
+//! in order, images left out, joined by the caller's separator. And the images, for the
+//! callers that keep them apart from the text.
 
-use crate::{UserContent, UserContentBlock};
+use crate::{ImageContent, UserContent, UserContentBlock};
 
 /// The text blocks' texts, in order.
 pub fn texts(blocks: &[UserContentBlock]) -> impl Iterator<Item = &str> {
@@ -33,6 +34,20 @@ impl UserContent {
             UserContent::Blocks(blocks) => text_of(blocks, separator),
         }
     }
+
+    /// The image blocks, in order.
+    pub fn images(&self) -> Vec<ImageContent> {
+        match self {
+            UserContent::Text(_) => Vec::new(),
+            UserContent::Blocks(blocks) => blocks
+                .iter()
+                .filter_map(|block| match block {
+                    UserContentBlock::Image(image) => Some(image.clone()),
+                    UserContentBlock::Text(_) => None,
+                })
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -57,6 +72,7 @@ mod tests {
             text("b"),
         ];
         assert_eq!(text_of(&blocks, "\n"), "a\nb");
+        assert_eq!(UserContent::Blocks(blocks.clone()).images().len(), 1);
         assert_eq!(UserContent::Blocks(blocks.clone()).text(""), "ab");
         assert_eq!(UserContent::Text("plain".into()).text("\n"), "plain");
         assert!(has_images(&blocks));

@@ -241,14 +241,10 @@ impl RpcServer {
                 _ => Err("set_model needs a provider and a modelId".into()),
             },
             "send_user_message" => self.send_user_message(fields).await,
-            "send_message" => match fields.get("message").cloned().map(|mut m| {
-                m["role"] = json!("custom");
-                m["timestamp"] = json!(tau_ai::now_ms());
-                if m.get("display").is_none() {
-                    m["display"] = json!(true);
-                }
-                serde_json::from_value::<tau_protocol::CustomMessage>(m)
-            }) {
+            "send_message" => match fields
+                .get("message")
+                .map(tau_session::extension_hooks::custom_message)
+            {
                 Some(Ok(message)) => self
                     .session
                     .send_custom_message(
@@ -364,31 +360,13 @@ impl RpcServer {
         &mut self,
         fields: &serde_json::Map<String, Value>,
     ) -> Result<Value, String> {
-        let (text, images) = match fields.get("content") {
-            Some(Value::String(text)) => (text.clone(), Vec::new()),
-            Some(Value::Array(blocks)) => {
-                let mut texts = Vec::new();
-                let mut images = Vec::new();
-                for block in blocks {
-                    match block.get("type").and_then(Value::as_str) {
-                        Some("text") => texts.push(
-                            block
-                                .get("text")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default(),
-                        ),
-                        Some("image") => {
-                            if let Ok(image) = serde_json::from_value(block.clone()) {
-                                images.push(image);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                (texts.join("\n"), images)
-            }
-            _ => return Err("send_user_message needs content".into()),
-        };
+        // pi flattens a content array: its texts joined by newlines, its images kept.
+        let content: tau_protocol::UserContent = fields
+            .get("content")
+            .cloned()
+            .and_then(|c| serde_json::from_value(c).ok())
+            .ok_or("send_user_message needs content (a string or text and image blocks)")?;
+        let (text, images) = (content.text("\n"), content.images());
         let queue_as = match fields.get("deliverAs").and_then(Value::as_str) {
             Some("steer") => Some(QueueAs::Steer),
             Some("followUp") => Some(QueueAs::FollowUp),

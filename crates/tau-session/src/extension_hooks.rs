@@ -72,6 +72,18 @@ pub enum InputOutcome {
     Handled,
 }
 
+/// An extension's `{customType, content, display?, details?}` as the custom message it
+/// becomes (ext §7.4): stamped now, shown unless it says otherwise.
+pub fn custom_message(message: &Value) -> Result<tau_protocol::CustomMessage, serde_json::Error> {
+    let mut message = message.clone();
+    if let Value::Object(fields) = &mut message {
+        fields.insert("role".into(), json!("custom"));
+        fields.insert("timestamp".into(), json!(tau_ai::now_ms()));
+        fields.entry("display").or_insert(json!(true));
+    }
+    serde_json::from_value(message)
+}
+
 /// Runs the `input` handlers: transforms chain, the first `handled` ends it. `source` is
 /// `rpc` or `extension`; `streaming_behavior` is set only while a run streams.
 pub async fn input(
@@ -159,16 +171,12 @@ pub async fn before_agent_start(
                     .into_iter()
                     .collect(),
             };
-            for mut message in returned {
-                message["role"] = json!("custom");
-                message["timestamp"] = json!(tau_ai::now_ms());
-                if message.get("display").is_none() {
-                    message["display"] = json!(true);
-                }
-                if let Ok(message) = serde_json::from_value(message) {
-                    messages.push(message);
-                }
-            }
+            messages.extend(
+                returned
+                    .iter()
+                    .filter_map(|m| custom_message(m).ok())
+                    .map(tau_agent::AgentMessage::Custom),
+            );
             if let Some(prompt) = result.get("systemPrompt").filter(|p| p.is_string()) {
                 event["systemPrompt"] = prompt.clone();
                 changed = true;

@@ -125,19 +125,7 @@ impl Launch {
     /// The prompt's text (after expansion) and images.
     pub fn prompt(&self) -> (String, Vec<ImageContent>) {
         match &self.prompt {
-            AgentMessage::User(user) => {
-                let images = match &user.content {
-                    UserContent::Blocks(blocks) => blocks
-                        .iter()
-                        .filter_map(|b| match b {
-                            UserContentBlock::Image(image) => Some(image.clone()),
-                            _ => None,
-                        })
-                        .collect(),
-                    UserContent::Text(_) => Vec::new(),
-                };
-                (user.content.text("\n"), images)
-            }
+            AgentMessage::User(user) => (user.content.text("\n"), user.content.images()),
             _ => (String::new(), Vec::new()),
         }
     }

@@ -921,3 +921,25 @@ fn a_refused_message_from_an_extension_is_reported_as_pis_runtime_error() {
         "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
     );
 }
+
+#[test]
+fn an_extension_labels_an_entry() {
+    let (mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    mock.push(Reply::text("ok"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    until(&mut t, "agent_settled");
+    let leaf = t.request(json!({"id": "e", "type": "get_entries"}))["data"]["leafId"].clone();
+    t.send(&json!({"id": "l", "type": "prompt", "message": "/label checked"}));
+    assert_eq!(t.response("l")["success"], true);
+    let entries = t.request(json!({"id": "e2", "type": "get_entries"}));
+    let label = entries["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "label")
+        .cloned()
+        .expect("a label entry");
+    assert_eq!(label["targetId"], leaf);
+    assert_eq!(label["label"], "checked");
+}
