@@ -8,6 +8,7 @@ pub mod discovery;
 mod process;
 mod runner;
 mod tool;
+pub mod trust;
 
 pub use discovery::{DiscoveryError, Entry, Launch, Sources, discover};
 pub use process::CallError;

@@ -285,6 +285,29 @@ impl RpcServer {
             "new_session" | "switch_session" | "fork" => {
                 self.session_action(fields, &request.frame.action).await
             }
+            "navigate_tree" => match text("targetId") {
+                Some(target) => {
+                    let options = tau_session::NavigateOptions {
+                        summarize: fields.get("summarize").and_then(Value::as_bool) == Some(true),
+                        custom_instructions: text("customInstructions"),
+                        replace_instructions: fields
+                            .get("replaceInstructions")
+                            .and_then(Value::as_bool)
+                            == Some(true),
+                        label: text("label"),
+                    };
+                    self.session
+                        .navigate_tree(&target, options)
+                        .await
+                        .map(|outcome| outcome.to_value())
+                        .map_err(|e| e.to_string())
+                }
+                None => Err("navigate_tree needs a targetId".into()),
+            },
+            "reload" => {
+                self.reload().await;
+                Ok(Value::Null)
+            }
             "shutdown" => {
                 self.shutdown_requested = true;
                 Ok(Value::Null)
@@ -312,6 +335,36 @@ impl RpcServer {
         }
         request.reply(outcome);
         self.session.refresh_extension_state();
+    }
+
+    /// `ctx.reload()` (ext §1.4): `session_shutdown` with reason `reload`, settings, skills
+    /// and templates read again, every extension's module imported afresh (new instances, the
+    /// old ones stale), then `session_start` and `resources_discover` with reason `reload`.
+    /// Extensions are not discovered again: one added to disk since start-up needs a restart.
+    async fn reload(&mut self) {
+        let Some(extensions) = self.session.extensions().cloned() else {
+            return;
+        };
+        tau_session::extension_hooks::notify(
+            &extensions,
+            json!({"type": "session_shutdown", "reason": "reload"}),
+        )
+        .await;
+        self.session.reload_resources();
+        self.session.refresh_extension_state();
+        extensions.reinitialize("reload").await;
+        tau_session::extension_hooks::notify(
+            &extensions,
+            json!({"type": "session_start", "reason": "reload"}),
+        )
+        .await;
+        let (skills, prompts) = tau_session::extension_hooks::resources_discover(
+            &extensions,
+            self.session.cwd(),
+            "reload",
+        )
+        .await;
+        self.session.add_resource_paths(skills, prompts);
     }
 
     /// `ctx.newSession()`, `ctx.switchSession()`, `ctx.fork()`: the RPC command of the same

@@ -20,8 +20,10 @@ mod bash;
 mod compact;
 mod files;
 mod runs;
+mod tree;
 pub use bash::BashRun;
 pub use files::SessionStats;
+pub use tree::{NavigateOptions, NavigateOutcome};
 
 /// How a session is set up at startup (from the command line and the environment).
 #[derive(Debug, Clone)]
@@ -861,6 +863,22 @@ impl AgentSession {
                 .model()
                 .is_some_and(|m| m.input.contains(&tau_ai::InputModality::Image)),
         }
+    }
+
+    /// `ctx.reload()`: settings (and the queue modes they set), skills and prompt templates
+    /// read from disk again.
+    pub fn reload_resources(&mut self) {
+        self.settings = Settings::load(&self.config.agent_dir, &self.config.cwd);
+        {
+            let mut state = self.conversation.lock();
+            state.steering_mode = self.settings.steering_mode();
+            state.follow_up_mode = self.settings.follow_up_mode();
+        }
+        self.resources = crate::resources::Resources::load(
+            &self.config.agent_dir,
+            &self.config.cwd,
+            &self.config.resources,
+        );
     }
 
     /// Skills and prompt templates the extensions' `resources_discover` handlers named: added

@@ -418,6 +418,11 @@ impl SessionStore {
         self.path_to(self.leaf)
     }
 
+    /// Entries from the root to `id` (empty for `None` or an id the session does not have).
+    pub fn path_of(&self, id: Option<&str>) -> Vec<&SessionEntry> {
+        self.path_to(id.and_then(|id| self.index.get(id).copied()))
+    }
+
     fn path_to(&self, leaf: Option<usize>) -> Vec<&SessionEntry> {
         let mut path = Vec::new();
         let mut current = leaf;

@@ -52,6 +52,11 @@ fn fail(message: &str) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// Writes `Warning: <message>` to stderr and goes on.
+fn warn(message: &str) {
+    let _ = writeln!(io::stderr().lock(), "Warning: {message}");
+}
+
 fn init_logging(verbose: bool) {
     let default = if verbose { "info" } else { "warn" };
     let level = std::env::var("TAU_LOG")
@@ -183,15 +188,95 @@ async fn load_extensions(
     config: &SessionConfig,
     settings: &Settings,
 ) -> anyhow::Result<Option<tau_rpc::LoadedExtensions>> {
-    let trust = settings.get::<String>("defaultProjectTrust");
-    let sources = tau_extensions::Sources {
+    let sources = |project_trusted| tau_extensions::Sources {
         cli: cli.extension.clone(),
         no_discovery: cli.no_extensions,
         cwd: config.cwd.clone(),
         agent_dir: config.agent_dir.clone(),
-        project_trusted: !cli.no_approve && (cli.approve || trust.as_deref() == Some("always")),
+        project_trusted,
     };
-    let entries = tau_extensions::discover(&sources).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let discover =
+        |trusted| tau_extensions::discover(&sources(trusted)).map_err(|e| anyhow::anyhow!("{e}"));
+    // `--approve` / `--no-approve` decide at once; otherwise the project's extensions wait
+    // for trust (ext §1.5), asked only when it has some.
+    let flagged = match (cli.approve, cli.no_approve) {
+        (_, true) => Some(false),
+        (true, false) => Some(true),
+        (false, false) => None,
+    };
+    let untrusted = discover(flagged.unwrap_or(false))?;
+    let project_has_extensions = flagged.is_none() && discover(true)?.len() > untrusted.len();
+    if !project_has_extensions {
+        return start_extensions(&untrusted, config, settings).await;
+    }
+    // The pre-pass: the command line's and the user's extensions are asked first.
+    let prepass = start_extensions(&untrusted, config, settings).await?;
+    let asked = match &prepass {
+        Some(loaded) => ask_project_trust(&loaded.set, &config.cwd).await,
+        None => None,
+    };
+    let store = tau_extensions::trust::TrustStore::new(&config.agent_dir);
+    let trusted = match asked {
+        Some((trusted, remember)) => {
+            if remember && let Err(err) = store.set(&config.cwd, trusted) {
+                warn(&err.to_string());
+            }
+            trusted
+        }
+        None => match store.get(&config.cwd) {
+            Ok(Some(trusted)) => trusted,
+            Ok(None) => matches!(
+                settings.get::<String>("defaultProjectTrust").as_deref(),
+                Some("always")
+            ),
+            Err(err) => {
+                warn(&err.to_string());
+                false
+            }
+        },
+    };
+    if !trusted {
+        return Ok(prepass);
+    }
+    // pi adds the project's extensions to the instances it already has; tau starts the whole
+    // list afresh, so the command line's and the user's factories run a second time (T70).
+    if let Some(loaded) = &prepass {
+        loaded.set.shutdown();
+    }
+    start_extensions(&discover(true)?, config, settings).await
+}
+
+/// `project_trust` to the loaded extensions: the first `yes` or `no` decides, with whether to
+/// remember it; `None` when every handler was undecided (or none watches the event).
+async fn ask_project_trust(
+    extensions: &tau_extensions::Extensions,
+    cwd: &std::path::Path,
+) -> Option<(bool, bool)> {
+    if !extensions.subscribed("project_trust") {
+        return None;
+    }
+    let mut decision = None;
+    let event = serde_json::json!({"type": "project_trust", "cwd": cwd.display().to_string()});
+    extensions
+        .emit(event, None, |_, result| {
+            let remember = result.get("remember").and_then(serde_json::Value::as_bool);
+            match result.get("trusted").and_then(serde_json::Value::as_str) {
+                Some("yes") => decision = Some((true, remember == Some(true))),
+                Some("no") => decision = Some((false, remember == Some(true))),
+                _ => return std::ops::ControlFlow::Continue(()),
+            }
+            std::ops::ControlFlow::Break(())
+        })
+        .await;
+    decision
+}
+
+/// Starts `entries` (nothing to start is `None`). Any failure is fatal before `ready`.
+async fn start_extensions(
+    entries: &[tau_extensions::Entry],
+    config: &SessionConfig,
+    settings: &Settings,
+) -> anyhow::Result<Option<tau_rpc::LoadedExtensions>> {
     if entries.is_empty() {
         return Ok(None);
     }
@@ -219,7 +304,7 @@ async fn load_extensions(
     };
     let outlet = std::sync::Arc::new(tau_session::ExtensionOutlet::default());
     let (set, actions) = tau_extensions::Extensions::load(
-        &entries,
+        entries,
         &load,
         std::sync::Arc::clone(&outlet) as std::sync::Arc<dyn tau_extensions::Outlet>,
     )

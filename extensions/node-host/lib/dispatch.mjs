@@ -17,9 +17,38 @@ export async function dispatchEvent(host, instance, event, scope) {
 	// The live list, as pi iterates it: a handler registered during the dispatch runs in it too.
 	const handlers = instance.handlers.get(event.type) ?? [];
 	if (handlers.length === 0) return null;
+	if (event.type === "project_trust") return projectTrust(instance, event, handlers);
 	const ctx = createContext(host, instance, scope);
 	const rule = RULES[event.type] ?? (SESSION_BEFORE.has(event.type) ? sessionBefore : observe);
 	return rule({ host, instance, event, scope, ctx, handlers });
+}
+
+/** `project_trust` (ext §1.5, §4.5): asked before the session exists, with a context that has
+ * no session and no UI (dialogs answer their defaults, `notify` goes to stderr). The first
+ * `yes` or `no` decides; `undecided` asks the next handler. A throw (also pi's TypeError for a
+ * handler that returns nothing) is a warning on stderr, not an `extension_error`. */
+async function projectTrust(instance, event, handlers) {
+	const ctx = {
+		cwd: event.cwd,
+		mode: "rpc",
+		hasUI: false,
+		ui: {
+			select: async () => undefined,
+			confirm: async () => false,
+			input: async () => undefined,
+			notify: (message) => process.stderr.write(`${message}\n`),
+		},
+	};
+	for (const handler of handlers) {
+		try {
+			const value = await handler(event, ctx);
+			if (value === undefined || value === null) throw new TypeError("Cannot read properties of undefined (reading 'trusted')");
+			if (value.trusted === "yes" || value.trusted === "no") return { trusted: value.trusted, remember: value.remember === true };
+		} catch (err) {
+			process.stderr.write(`Warning: Extension "${instance.path}" project_trust error: ${errorMessage(err)}\n`);
+		}
+	}
+	return null;
 }
 
 /** Calls one handler; a throw is reported and reads as "no result", as pi's runner does. */

@@ -383,6 +383,74 @@ pub fn turn_prefix_request(
     }
 }
 
+/// What a branch summary starts with, so the model reading it later knows where it comes
+/// from (the summary sits where the conversation went back to).
+pub const BRANCH_SUMMARY_LEAD: &str = "\
+Earlier, the conversation went down another branch and then came back to this point. \
+What happened on that branch:
+
+";
+
+const BRANCH_INSTRUCTIONS: &str = "\
+The transcript above is a branch of the session that the developer has left to go back to \
+an earlier point. Condense it so the work done there is not lost if they return to it.";
+
+const BRANCH_FORMAT: &str = "\
+## Goal
+What was being attempted on the branch.
+
+## Constraints & Preferences
+- Requirements and preferences stated there, or \"(none)\".
+
+## Progress
+### Done
+- [x] What was finished.
+
+### In Progress
+- [ ] What was under way when the branch was left.
+
+### Blocked
+- Anything that stood in the way, or leave empty.
+
+## Key Decisions
+- **Decision**: why it was taken.
+
+## Next Steps
+1. What would come next on that branch.";
+
+/// The request summarising a branch the session navigates away from (`ctx.navigateTree` with
+/// `summarize`): transcript, instructions, layout and style rules; custom instructions are
+/// appended, or replace all of that when `replace_instructions` is set. Output budget:
+/// 2,048 tokens, as pi gives the call.
+pub fn branch_request(
+    input: &SummaryInput,
+    custom_instructions: Option<&str>,
+    replace_instructions: bool,
+) -> SummaryRequest {
+    let mut prompt = input.transcript_section();
+    let extra = custom_instructions.map(str::trim).filter(|s| !s.is_empty());
+    match extra {
+        Some(extra) if replace_instructions => prompt.push_str(extra),
+        _ => {
+            prompt.push_str(BRANCH_INSTRUCTIONS);
+            prompt.push_str("\n\n");
+            prompt.push_str(FORMAT_LEAD);
+            prompt.push_str("\n\n");
+            prompt.push_str(BRANCH_FORMAT);
+            prompt.push_str("\n\n");
+            prompt.push_str(STYLE_RULES);
+            if let Some(extra) = extra {
+                prompt.push_str(&format!("\n\nAlso pay attention to: {extra}"));
+            }
+        }
+    }
+    SummaryRequest {
+        system_prompt: SUMMARY_SYSTEM_PROMPT.to_owned(),
+        prompt,
+        max_tokens: 2048,
+    }
+}
+
 /// The history summary when a split turn left nothing before it to summarise.
 pub const NO_EARLIER_HISTORY: &str = "(No earlier history: the session began with this turn.)";
 

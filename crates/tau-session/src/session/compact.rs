@@ -137,7 +137,7 @@ impl Summarizer {
 
     /// One summary request; a request that itself overflows the model is sent again with
     /// smaller input until it fits or nothing more can go.
-    async fn ask(
+    pub(super) async fn ask(
         &self,
         cancel: &CancellationToken,
         input: &mut SummaryInput,

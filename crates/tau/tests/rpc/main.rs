@@ -12,6 +12,7 @@ mod bash_command;
 mod cli;
 mod commands;
 mod compaction;
+mod ext_session;
 mod extensions;
 mod framing;
 mod lifecycle;
