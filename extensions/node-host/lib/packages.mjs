@@ -61,6 +61,12 @@ let facades;
  * unchanged. Without require(esm) (Node < 20.19) there are no facades and the aliases load the
  * packages eagerly.
  */
+/** An export loaded from where lib/export-names.json places it: `[file, name]` relative to the
+ * package's entry, or `["npm:<package>", name]` for one the package re-exports from another. */
+export function declaredValue(entry, [file, name]) {
+	return (file.startsWith("npm:") ? require(file.slice(4)) : require(join(dirname(entry), file)))[name];
+}
+
 export function getFacades() {
 	if (facades || !canRequireEsm) return facades;
 	const aliases = getAliases();
@@ -73,9 +79,7 @@ export function getFacades() {
 		const facade = Object.create(null);
 		for (const exportName of names) {
 			const declared = modules[exportName];
-			const get = declared
-				? () => require(join(dirname(entry), declared[0]))[declared[1]]
-				: () => (whole ??= require(entry))[exportName];
+			const get = declared ? () => declaredValue(entry, declared) : () => (whole ??= require(entry))[exportName];
 			Object.defineProperty(facade, exportName, { enumerable: true, get });
 		}
 		Object.defineProperty(facade, Symbol.toStringTag, { value: "Module" });

@@ -3,13 +3,11 @@
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { declaredValue } from "../lib/packages.mjs";
 import { exportTable } from "../scripts/gen-export-names.mjs";
 
-const require = createRequire(import.meta.url);
 const stored = JSON.parse(readFileSync(new URL("../lib/export-names.json", import.meta.url), "utf8"));
 
 test("lib/export-names.json is current (else run scripts/gen-export-names.mjs)", async () => {
@@ -18,8 +16,8 @@ test("lib/export-names.json is current (else run scripts/gen-export-names.mjs)",
 	for (const [name, { modules }] of Object.entries(table)) {
 		const entry = fileURLToPath(import.meta.resolve(`@earendil-works/${name}`));
 		const whole = await import(`@earendil-works/${name}`);
-		for (const [exportName, [file, local]] of Object.entries(modules)) {
-			assert.equal(require(join(dirname(entry), file))[local], whole[exportName], `${name}: ${exportName}`);
+		for (const [exportName, declared] of Object.entries(modules)) {
+			assert.equal(declaredValue(entry, declared), whole[exportName], `${name}: ${exportName}`);
 		}
 	}
 });
