@@ -169,6 +169,17 @@ pub struct Manifest {
     pub events: Vec<String>,
     #[serde(default)]
     pub shortcuts: Vec<String>,
+    /// `registerProvider` calls made during the factory, as data (ext §2.5).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<ProviderRegistration>,
+}
+
+/// A provider an extension registered: its name and the data members of its config, the shape
+/// of a `models.json` provider entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderRegistration {
+    pub name: String,
+    pub config: Value,
 }
 
 /// A tool an extension registered (ext §5.1, without the functions).

@@ -304,6 +304,21 @@ impl RpcServer {
                 }
                 None => Err("navigate_tree needs a targetId".into()),
             },
+            "register_provider" => match (text("name"), fields.get("config")) {
+                (Some(name), Some(config)) => self
+                    .session
+                    .register_provider(&name, config.clone())
+                    .map(|()| Value::Null)
+                    .map_err(|e| e.to_string()),
+                _ => Err("register_provider needs a name and a config".into()),
+            },
+            "unregister_provider" => match text("name") {
+                Some(name) => {
+                    self.session.unregister_provider(&name);
+                    Ok(Value::Null)
+                }
+                None => Err("unregister_provider needs a name".into()),
+            },
             "reload" => {
                 self.reload().await;
                 Ok(Value::Null)

@@ -59,6 +59,10 @@ impl ModelChoice {
         &self.registry
     }
 
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
     /// The thinking levels the current model supports (only `off` without a model).
     pub fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
         supported_levels(self.model.as_ref())

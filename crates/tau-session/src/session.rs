@@ -865,6 +865,23 @@ impl AgentSession {
         }
     }
 
+    /// `pi.registerProvider` after start-up: the provider's models join the registry (the
+    /// current model is kept).
+    pub fn register_provider(
+        &mut self,
+        name: &str,
+        config: serde_json::Value,
+    ) -> Result<(), SessionError> {
+        self.models
+            .registry_mut()
+            .register_provider(name, config)
+            .map_err(|e| SessionError::Store(e.to_string()))
+    }
+
+    pub fn unregister_provider(&mut self, name: &str) {
+        self.models.registry_mut().unregister_provider(name);
+    }
+
     /// `ctx.reload()`: settings (and the queue modes they set), skills and prompt templates
     /// read from disk again.
     pub fn reload_resources(&mut self) {

@@ -114,8 +114,6 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
     };
     let settings = Settings::load(&agent_dir, &cwd);
     let mut registry = Registry::from_process_env(&agent_dir);
-    let startup = resolve_startup_model(&mut registry, &config, &settings)
-        .map_err(|message| anyhow::anyhow!(message))?;
     // The CLI has already refused combinations of these.
     let cli = &options.cli;
     let choice = if let Some(arg) = &cli.session {
@@ -131,9 +129,6 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
     };
     let store =
         startup_store(&config, &settings, &choice).map_err(|message| anyhow::anyhow!(message))?;
-    for warning in &startup.warnings {
-        tracing::warn!("{warning}");
-    }
 
     let protocol_out = take_over_stdout()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -157,6 +152,19 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
     )?;
     if let Some(loaded) = &extensions {
         loaded.set.set_flags(&flag_values);
+        // Providers registered while loading count before the model is chosen, as in pi.
+        for extension in loaded.set.list() {
+            for provider in &extension.manifest.providers {
+                registry
+                    .register_provider(&provider.name, provider.config.clone())
+                    .map_err(|e| anyhow::anyhow!("Extension \"{}\" error: {e}", extension.path))?;
+            }
+        }
+    }
+    let startup = resolve_startup_model(&mut registry, &config, &settings)
+        .map_err(|message| anyhow::anyhow!(message))?;
+    for warning in &startup.warnings {
+        tracing::warn!("{warning}");
     }
     let reason = runtime.block_on(tau_rpc::serve(
         io::stdin(),

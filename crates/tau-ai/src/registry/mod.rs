@@ -130,6 +130,9 @@ pub struct Registry {
     /// commands run on every request.
     command_cache: Mutex<HashMap<String, Option<String>>>,
     command_timeout: Duration,
+    /// Providers extensions registered (`pi.registerProvider`), in the order given; each is a
+    /// models.json provider entry laid over the file's.
+    extension_providers: Vec<(String, serde_json::Value)>,
     loaded: OnceLock<Loaded>,
 }
 
@@ -158,6 +161,7 @@ impl Registry {
             runtime_keys: HashMap::new(),
             command_cache: Mutex::new(HashMap::new()),
             command_timeout: COMMAND_TIMEOUT,
+            extension_providers: Vec::new(),
             loaded: OnceLock::new(),
         }
     }
@@ -179,6 +183,36 @@ impl Registry {
         self.loaded = OnceLock::new();
     }
 
+    /// An extension's `registerProvider` (ext §2.5) with its data members: the same shape as a
+    /// `models.json` provider entry (`models` replaces the provider's models, `baseUrl` alone
+    /// moves the existing ones), checked on its own before it takes effect. A later call for
+    /// the same name replaces the earlier one.
+    pub fn register_provider(
+        &mut self,
+        name: &str,
+        mut config: serde_json::Value,
+    ) -> Result<(), ModelsJsonError> {
+        if let serde_json::Value::Object(map) = &mut config {
+            // pi's display name and the function members have no models.json counterpart.
+            for key in ["name", "oauth", "streamSimple"] {
+                map.remove(key);
+            }
+        }
+        let document = serde_json::json!({ "providers": { name: config } });
+        models_json::parse_value(document, &format!("provider \"{name}\""), builtin_models())?;
+        self.extension_providers.retain(|(n, _)| n != name);
+        self.extension_providers.push((name.to_string(), config));
+        self.loaded = OnceLock::new();
+        Ok(())
+    }
+
+    /// `pi.unregisterProvider`: the provider's registration is forgotten (built-in models and
+    /// `models.json` entries of that name stay).
+    pub fn unregister_provider(&mut self, name: &str) {
+        self.extension_providers.retain(|(n, _)| n != name);
+        self.loaded = OnceLock::new();
+    }
+
     /// Binds a `--api-key` to a provider for this process. It wins over every other source.
     pub fn set_runtime_api_key(&mut self, provider: &str, key: ApiKey) {
         self.runtime_keys.insert(provider.to_string(), key);
@@ -194,9 +228,10 @@ impl Registry {
         self.loaded.get_or_init(|| {
             let builtins = builtin_models();
             let models_path = self.agent_dir.join("models.json");
-            let (custom, models_error) = match models_json::load(&models_path, builtins) {
+            let extra = &self.extension_providers;
+            let (custom, models_error) = match models_json::load(&models_path, builtins, extra) {
                 Ok(custom) => (custom, None),
-                Err(err) => (None, Some(err)),
+                Err(err) => (models_json::load_extra(builtins, extra), Some(err)),
             };
             let models = models_json::merge(builtins, custom.as_ref());
             let (requests, model_headers) = custom

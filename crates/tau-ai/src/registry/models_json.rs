@@ -203,15 +203,21 @@ fn string_headers(headers: &Option<Map<String, Value>>) -> Vec<(String, ConfigVa
         .collect()
 }
 
-/// Reads and interprets `path`. `Ok(None)` when there is no file.
+/// Reads and interprets `path`, with `extra` providers (extensions' `registerProvider`, later
+/// names replacing earlier ones and the file's) added to its `providers`. `Ok(None)` when there
+/// is neither a file nor an extra provider.
 pub(crate) fn load(
     path: &Path,
     builtins: &[Model],
+    extra: &[(String, Value)],
 ) -> Result<Option<CustomConfig>, ModelsJsonError> {
     let file = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    let mut value = match std::fs::read_to_string(path) {
+        Ok(text) => parse_text(&text, &file)?,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound && extra.is_empty() => {
+            return Ok(None);
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Value::Object(Map::new()),
         Err(err) => {
             return Err(ModelsJsonError::Load {
                 message: err.to_string(),
@@ -219,21 +225,51 @@ pub(crate) fn load(
             });
         }
     };
-    parse(&text, &file, builtins).map(Some)
+    add_providers(&mut value, extra);
+    parse_value(value, &file, builtins).map(Some)
 }
 
-pub(crate) fn parse(
-    text: &str,
+/// `extra` providers on their own, for when `models.json` itself cannot be used.
+pub(crate) fn load_extra(builtins: &[Model], extra: &[(String, Value)]) -> Option<CustomConfig> {
+    if extra.is_empty() {
+        return None;
+    }
+    let mut value = Value::Object(Map::new());
+    add_providers(&mut value, extra);
+    parse_value(value, "registerProvider", builtins).ok()
+}
+
+fn add_providers(value: &mut Value, extra: &[(String, Value)]) {
+    if extra.is_empty() {
+        return;
+    }
+    let Value::Object(root) = value else { return };
+    let providers = root
+        .entry("providers")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(providers) = providers {
+        for (name, config) in extra {
+            providers.insert(name.clone(), config.clone());
+        }
+    }
+}
+
+fn parse_text(text: &str, file: &str) -> Result<Value, ModelsJsonError> {
+    serde_json::from_str(&strip_comments_and_trailing_commas(text)).map_err(|err| {
+        ModelsJsonError::Parse {
+            message: err.to_string(),
+            file: file.to_string(),
+        }
+    })
+}
+
+/// Checks and interprets a models.json document (or one provider an extension registers,
+/// `file` then naming it).
+pub(crate) fn parse_value(
+    value: Value,
     file: &str,
     builtins: &[Model],
 ) -> Result<CustomConfig, ModelsJsonError> {
-    let value: Value =
-        serde_json::from_str(&strip_comments_and_trailing_commas(text)).map_err(|err| {
-            ModelsJsonError::Parse {
-                message: err.to_string(),
-                file: file.to_string(),
-            }
-        })?;
     let errors = validate_models_json(&value);
     if !errors.is_empty() {
         return Err(ModelsJsonError::Schema {

@@ -309,3 +309,80 @@ fn default_project_trust_setting_decides_when_nothing_else_does() {
     .unwrap();
     assert!(!project_loaded(&dirs, &[], &[]).0);
 }
+
+fn model_ids(t: &mut Tau) -> Vec<String> {
+    let models = t.request(json!({"id": "am", "type": "get_available_models"}));
+    models["data"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["provider"].as_str().unwrap(),
+                m["id"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn providers_registered_by_an_extension_serve_the_run() {
+    let mock = MockServer::start_background().unwrap();
+    let mut t = ready_tau(
+        tau()
+            .env("MOCK_URL", mock.url())
+            .arg("--no-session")
+            .arg("-e")
+            .arg(fixture("provider.ts"))
+            .arg("--model")
+            .arg("ext-llm/ext-model"),
+    );
+    // Registered while loading: there before the model was chosen.
+    let state = t.request(json!({"id": "s", "type": "get_state"}));
+    assert_eq!(state["data"]["model"]["id"], "ext-model");
+    assert_eq!(state["data"]["model"]["name"], "Model ext-model");
+    mock.push(Reply::text("from the extension's provider"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    t.event("agent_settled");
+    let request = mock.requests().last().unwrap().clone();
+    assert_eq!(request.body["model"], "ext-model");
+    assert!(
+        format!("{:?}", request.headers).contains("ext-key"),
+        "{:?}",
+        request.headers
+    );
+
+    // Registered and unregistered later, from a command.
+    assert!(!model_ids(&mut t).contains(&"late-llm/late-model".to_string()));
+    t.send(&json!({"id": "m", "type": "prompt", "message": "/more"}));
+    assert_eq!(t.response("m")["success"], true);
+    assert!(model_ids(&mut t).contains(&"late-llm/late-model".to_string()));
+    let set = t.request(
+        json!({"id": "sm", "type": "set_model", "provider": "late-llm",
+        "modelId": "late-model"}),
+    );
+    assert_eq!(set["success"], true, "{set}");
+    t.send(&json!({"id": "l", "type": "prompt", "message": "/less"}));
+    assert_eq!(t.response("l")["success"], true);
+    assert!(!model_ids(&mut t).contains(&"late-llm/late-model".to_string()));
+}
+
+#[test]
+fn a_provider_config_models_json_would_refuse_stops_tau_at_start() {
+    let dirs = tau_test_kit::Dirs::new();
+    std::fs::write(
+        dirs.cwd().join("bad.js"),
+        r#"export default (pi) => pi.registerProvider("bad", { models: [{ id: "m" }] });"#,
+    )
+    .unwrap();
+    let mut t = tau()
+        .dirs(dirs.clone())
+        .arg("-e")
+        .arg(dirs.cwd().join("bad.js").display().to_string())
+        .spawn();
+    assert!(!t.wait_exit(Duration::from_secs(15)).success());
+    let stderr = t.stderr();
+    assert!(stderr.contains("Extension \""), "{stderr}");
+    assert!(stderr.contains("bad.js\" error:"), "{stderr}");
+}
