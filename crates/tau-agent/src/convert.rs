@@ -74,6 +74,49 @@ pub fn convert_to_llm(messages: &[AgentMessage]) -> Vec<Message> {
         .collect()
 }
 
+/// What the model reads in place of an image when settings block images (pi's text).
+pub const IMAGES_BLOCKED: &str = "Image reading is disabled.";
+
+/// `images.blockImages` (pi's `convertToLlm` wrapper): every image of a user or tool-result
+/// message becomes the text [`IMAGES_BLOCKED`], and a run of such texts becomes one.
+pub fn block_images(mut messages: Vec<Message>) -> Vec<Message> {
+    fn replace(blocks: &mut Vec<UserContentBlock>) {
+        if !blocks
+            .iter()
+            .any(|b| matches!(b, UserContentBlock::Image(_)))
+        {
+            return;
+        }
+        let is_placeholder = |b: &UserContentBlock| matches!(b, UserContentBlock::Text(t) if t.text == IMAGES_BLOCKED);
+        let mut out: Vec<UserContentBlock> = Vec::with_capacity(blocks.len());
+        for block in blocks.drain(..) {
+            let block = match block {
+                UserContentBlock::Image(_) => UserContentBlock::Text(TextContent {
+                    text: IMAGES_BLOCKED.to_string(),
+                    text_signature: None,
+                }),
+                other => other,
+            };
+            if is_placeholder(&block) && out.last().is_some_and(is_placeholder) {
+                continue;
+            }
+            out.push(block);
+        }
+        *blocks = out;
+    }
+    for message in &mut messages {
+        match message {
+            Message::User(UserMessage {
+                content: UserContent::Blocks(blocks),
+                ..
+            }) => replace(blocks),
+            Message::ToolResult(result) => replace(&mut result.content),
+            _ => {}
+        }
+    }
+    messages
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +158,67 @@ mod tests {
             text_of(&out[1]),
             "Ran `ls -la`\n(no output)\n\n(command cancelled)"
         );
+    }
+
+    #[test]
+    fn blocked_images_become_one_placeholder_per_run() {
+        let text = |t: &str| {
+            UserContentBlock::Text(TextContent {
+                text: t.into(),
+                text_signature: None,
+            })
+        };
+        let image = || {
+            UserContentBlock::Image(tau_ai::ImageContent {
+                data: "AAAA".into(),
+                mime_type: "image/png".into(),
+            })
+        };
+        let user = Message::User(UserMessage {
+            content: UserContent::Blocks(vec![
+                text("look"),
+                image(),
+                image(),
+                text("and"),
+                image(),
+            ]),
+            timestamp: 1,
+            attachments: None,
+        });
+        let result = Message::ToolResult(tau_ai::ToolResultMessage {
+            tool_call_id: "c".into(),
+            tool_name: "read".into(),
+            content: vec![image()],
+            details: None,
+            is_error: false,
+            timestamp: 2,
+        });
+        let plain = Message::User(UserMessage {
+            content: UserContent::Text("no images".into()),
+            timestamp: 3,
+            attachments: None,
+        });
+        let out = block_images(vec![user, result, plain.clone()]);
+        let Message::User(UserMessage {
+            content: UserContent::Blocks(blocks),
+            ..
+        }) = &out[0]
+        else {
+            panic!("{out:?}");
+        };
+        assert_eq!(
+            blocks,
+            &vec![
+                text("look"),
+                text(IMAGES_BLOCKED),
+                text("and"),
+                text(IMAGES_BLOCKED)
+            ]
+        );
+        let Message::ToolResult(result) = &out[1] else {
+            panic!("{out:?}");
+        };
+        assert_eq!(result.content, vec![text(IMAGES_BLOCKED)]);
+        assert_eq!(out[2], plain);
     }
 }

@@ -7,7 +7,7 @@ mod run;
 mod tool;
 mod validate;
 
-pub use convert::convert_to_llm;
+pub use convert::{IMAGES_BLOCKED, block_images, convert_to_llm};
 // The agent's messages and events are wire types, owned by `tau-protocol`.
 pub use run::{RunHost, RunSpec, SKIPPED_FOR_STEERING, run};
 pub use tau_protocol::{

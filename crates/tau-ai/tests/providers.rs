@@ -296,6 +296,91 @@ async fn a_stalled_stream_times_out() {
 }
 
 #[tokio::test]
+async fn provider_level_retries_follow_the_sdks() {
+    let server = MockServer::start().await.unwrap();
+    for api in APIS {
+        // Off by default: the first failure is the answer.
+        server.clear();
+        server.push(Reply::fault(Fault::ServerError));
+        server.push(Reply::text("second"));
+        let (_, message) = collect(api, &server, options()).await;
+        assert_eq!(message.stop_reason, StopReason::Error, "{api}");
+        assert_eq!(server.requests().len(), 1, "{api}");
+
+        // Two retries: a 500 and a 429 are tried again, then the reply streams.
+        server.clear();
+        server.push(Reply::fault(Fault::ServerError));
+        server.push(Reply::fault(Fault::RateLimited {
+            retry_after: Some(0),
+        }));
+        server.push(Reply::text("third time"));
+        let opts = StreamOptions {
+            max_retries: 2,
+            ..options()
+        };
+        let (_, message) = collect(api, &server, opts).await;
+        assert_eq!(message.stop_reason, StopReason::Stop, "{api}: {message:?}");
+        assert_eq!(server.requests().len(), 3, "{api}");
+
+        // A 400 is not retried; a server asking to wait past the cap ends the retries.
+        for fault in [
+            Fault::ContextOverflow,
+            Fault::RateLimited {
+                retry_after: Some(30),
+            },
+        ] {
+            server.clear();
+            server.push(Reply::fault(fault.clone()));
+            server.push(Reply::text("unused"));
+            let opts = StreamOptions {
+                max_retries: 3,
+                max_retry_delay: Duration::from_secs(1),
+                ..options()
+            };
+            let started = std::time::Instant::now();
+            let (_, message) = collect(api, &server, opts).await;
+            assert_eq!(message.stop_reason, StopReason::Error, "{api} {fault:?}");
+            assert_eq!(server.requests().len(), 1, "{api} {fault:?}");
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{api} {fault:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_request_timeout_bounds_the_wait_for_headers() {
+    let server = MockServer::start().await.unwrap();
+    for api in APIS {
+        server.clear();
+        server.push(Reply::text("late").delay_ms(3000));
+        let opts = StreamOptions {
+            request_timeout: Some(Duration::from_millis(300)),
+            ..options()
+        };
+        let started = std::time::Instant::now();
+        let (_, message) = collect(api, &server, opts).await;
+        assert!(started.elapsed() < Duration::from_secs(2), "{api}");
+        let text = message.error_message.unwrap_or_default();
+        assert_eq!(
+            text, "Request timed out: no data received for 0.3 seconds",
+            "{api}"
+        );
+
+        // A zero idle timeout never fires.
+        server.clear();
+        server.push(Reply::text("slow but fine").delay_ms(400));
+        let opts = StreamOptions {
+            idle_timeout: Duration::ZERO,
+            ..options()
+        };
+        let (_, message) = collect(api, &server, opts).await;
+        assert_eq!(message.stop_reason, StopReason::Stop, "{api}");
+    }
+}
+
+#[tokio::test]
 async fn abort_mid_stream_keeps_what_arrived() {
     let server = MockServer::start().await.unwrap();
     for api in APIS {

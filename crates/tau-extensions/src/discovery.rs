@@ -1,8 +1,11 @@
 //! Which extensions a run loads, in what order, and how each is started (ext §1.1–1.3,
 //! `docs/extensions.md` §1): `-e` entries first, then the project's auto directories (when the
 //! project is trusted), then the user's; paths made canonical, the first occurrence kept.
+//! pi packages load too when already on disk (settings `packages`, `-e npm:…`); none is installed.
 
 use std::path::{Path, PathBuf};
+
+use tau_resources::filter::{self, Filter};
 
 /// How an entry is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +55,23 @@ const SCRIPT_SUFFIXES: [&str; 4] = [".ts", ".js", ".mjs", ".cjs"];
 pub fn discover(sources: &Sources) -> Result<Vec<Entry>, DiscoveryError> {
     let mut entries = Vec::new();
     for given in &sources.cli {
+        let remote = PackageSource::parse(given);
+        if !matches!(remote, PackageSource::Local(_)) {
+            // pi would install it in a temporary folder; tau only uses pi's user install.
+            let Some(dir) = remote
+                .install_dir(&sources.agent_dir)
+                .filter(|dir| dir.is_dir())
+            else {
+                return Err(DiscoveryError {
+                    path: given.clone(),
+                    reason: not_installed(given),
+                });
+            };
+            entries.extend(
+                package_entries(&dir, &Selection::All, "cli", "temporary").unwrap_or_default(),
+            );
+            continue;
+        }
         let path = absolute(&sources.cwd, given);
         if !path.exists() {
             let shown = path.display().to_string();
@@ -64,28 +84,38 @@ pub fn discover(sources: &Sources) -> Result<Vec<Entry>, DiscoveryError> {
     }
     if !sources.no_discovery {
         // pi's ranks (ext §1.3): project settings paths, project auto directories, user
-        // settings paths, the user's auto directory. `-path` in a settings list keeps an
-        // auto-discovered entry out.
-        let mut excluded = Vec::new();
+        // settings paths, the user's auto directory. Each settings list's patterns filter its
+        // own paths, and its `!glob`, `+path` and `-path` the auto directories of its scope.
         let mut discovered = Vec::new();
+        let mut scope = |bases: &[PathBuf], autos: &[PathBuf], scope: &'static str| {
+            let mut filters = Vec::new();
+            for base in bases {
+                let (listed, filter) = listed_in_settings(base, scope);
+                discovered.extend(listed.into_iter().filter(|e| filter.keeps(&e.path, true)));
+                filters.push(filter);
+            }
+            for auto in autos {
+                discovered.extend(
+                    scan_auto_dir(auto, scope)
+                        .into_iter()
+                        .filter(|e| filters.iter().all(|f| f.keeps(&e.path, false))),
+                );
+            }
+        };
         if sources.project_trusted {
-            for dir in [".pi", ".tau"] {
-                let base = sources.cwd.join(dir);
-                discovered.extend(listed_in_settings(&base, "project", &mut excluded));
-            }
-            for dir in [".pi", ".tau"] {
-                let auto = sources.cwd.join(dir).join("extensions");
-                discovered.extend(scan_auto_dir(&auto, "project"));
-            }
+            let bases = [".pi", ".tau"].map(|d| sources.cwd.join(d));
+            scope(
+                &bases,
+                &bases.clone().map(|b| b.join("extensions")),
+                "project",
+            );
         }
-        discovered.extend(listed_in_settings(
-            &sources.agent_dir,
-            "user",
-            &mut excluded,
-        ));
-        discovered.extend(scan_auto_dir(&sources.agent_dir.join("extensions"), "user"));
-        discovered
-            .retain(|entry| entry.source != "auto" || !excluded.contains(&canonical(&entry.path)));
+        let user = [sources.agent_dir.clone()];
+        scope(&user, &[sources.agent_dir.join("extensions")], "user");
+        // Packages rank last, the project's first; settings patterns do not reach them (pi).
+        for package in listed_packages(sources) {
+            discovered.extend(package.entries());
+        }
         entries.extend(discovered);
     }
     let mut seen = std::collections::HashSet::new();
@@ -96,38 +126,421 @@ pub fn discover(sources: &Sources) -> Result<Vec<Entry>, DiscoveryError> {
     Ok(entries)
 }
 
-/// The `extensions` list of `<base>/settings.json` (paths relative to `base`): each existing
-/// path resolved as an entry, `-path` noted in `excluded`, `+path` forced in; a `!glob`
-/// (pi's exclusion pattern over the same scope) and other globs are not expanded here.
-fn listed_in_settings(base: &Path, scope: &'static str, excluded: &mut Vec<PathBuf>) -> Vec<Entry> {
-    let Ok(text) = std::fs::read_to_string(base.join("settings.json")) else {
-        return Vec::new();
-    };
-    let Ok(settings) = serde_json::from_str::<serde_json::Value>(&text) else {
-        // The settings loader reports a malformed file.
-        return Vec::new();
-    };
-    let Some(list) = settings.get("extensions").and_then(|e| e.as_array()) else {
-        return Vec::new();
-    };
+/// The `extensions` list of `<base>/settings.json` (paths relative to `base`): each listed
+/// path resolved to its entries, and the list's patterns (tools-resources §6) as a filter.
+fn listed_in_settings(base: &Path, scope: &'static str) -> (Vec<Entry>, Filter) {
+    let list = tau_resources::settings::array_in_file(&base.join("settings.json"), "extensions");
+    let filter = Filter::new(base, &list);
     let mut entries = Vec::new();
-    for item in list.iter().filter_map(|i| i.as_str()) {
-        if let Some(path) = item.strip_prefix('-') {
-            excluded.push(canonical(&absolute(base, path)));
-            continue;
-        }
-        let item = item.strip_prefix('+').unwrap_or(item);
-        if item.starts_with('!') || item.contains('*') {
-            continue;
-        }
+    for item in list.iter().filter(|i| !filter::is_pattern(i)) {
         let path = absolute(base, item);
         if path.is_dir() {
-            entries.extend(resolve_dir(&path, "local", scope));
+            entries.extend(collect_dir(&path, "local", scope));
         } else if path.is_file() {
             entries.push(file_entry(&path, "local", scope));
         }
     }
+    (entries, filter)
+}
+
+/// The warnings for packages the settings list but that are not installed (they are skipped).
+/// None under `--no-extensions`, which loads no package.
+pub fn package_warnings(sources: &Sources) -> Vec<String> {
+    if sources.no_discovery {
+        return Vec::new();
+    }
+    listed_packages(sources)
+        .into_iter()
+        // A missing local path is skipped silently, as pi does.
+        .filter(|package| {
+            !matches!(package.parsed, PackageSource::Local(_))
+                && package
+                    .parsed
+                    .install_dir(&package.root)
+                    .is_none_or(|dir| !dir.is_dir())
+        })
+        .map(|package| not_installed(&package.source))
+        .collect()
+}
+
+fn not_installed(source: &str) -> String {
+    format!(
+        "Package {source} is not installed; tau does not install pi packages: install it with pi \
+         (pi install {source}) or npm, or pass its folder with -e"
+    )
+}
+
+/// What a `packages` item keeps of a package's extensions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Selection {
+    /// A plain source string.
+    All,
+    /// The object form without `extensions`.
+    Object,
+    /// The object form's `extensions` patterns; `[]` keeps none.
+    Patterns(Vec<String>),
+}
+
+/// Where a package comes from (pi's `parseSource`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PackageSource {
+    /// `npm:<name>[@version]`: the name alone.
+    Npm(String),
+    /// `git:<host>/<path>[@ref]` or a git URL, without `.git` and the ref.
+    Git {
+        host: String,
+        path: String,
+    },
+    Local(String),
+}
+
+impl PackageSource {
+    fn parse(source: &str) -> Self {
+        let trimmed = source.trim();
+        if let Some(spec) = trimmed.strip_prefix("npm:") {
+            let spec = spec.trim();
+            // The version follows the first `@` that does not start a scope.
+            let name = spec
+                .char_indices()
+                .skip(1)
+                .find(|&(_, c)| c == '@')
+                .map_or(spec, |(at, _)| &spec[..at]);
+            return Self::Npm(name.to_string());
+        }
+        parse_git(trimmed).unwrap_or_else(|| Self::Local(source.to_string()))
+    }
+
+    /// Where pi installs it under `root` (`<agentDir>` or `<cwd>/.pi`); `None` for a local path.
+    fn install_dir(&self, root: &Path) -> Option<PathBuf> {
+        match self {
+            // An unsafe name must not reach outside `node_modules`.
+            Self::Npm(name) => {
+                safe_relative(name).then(|| root.join("npm").join("node_modules").join(name))
+            }
+            Self::Git { host, path } => Some(root.join("git").join(host).join(path)),
+            Self::Local(_) => None,
+        }
+    }
+}
+
+/// pi's `parseGitUrl`: with `git:` any shorthand, without it only URLs (and `git@host:path`).
+fn parse_git(source: &str) -> Option<PackageSource> {
+    let (prefixed, url) = match source.strip_prefix("git:") {
+        Some(rest) => (true, rest.trim()),
+        None => (false, source),
+    };
+    let scheme = ["https://", "http://", "ssh://", "git://"]
+        .into_iter()
+        .find(|s| {
+            url.get(..s.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(s))
+        });
+    let (host, path) = if let Some(scheme) = scheme {
+        let (authority, path) = url[scheme.len()..].split_once('/')?;
+        // Neither the user nor the port is part of the install folder (URL.hostname).
+        let host = authority.rsplit('@').next()?.split(':').next()?;
+        (host.to_ascii_lowercase(), path)
+    } else if let Some(rest) = url.strip_prefix("git@") {
+        let (host, path) = rest.split_once(':')?;
+        (host.to_string(), path)
+    } else if !prefixed {
+        return None;
+    } else if let Some((host, path)) = url.split_once('/')
+        && (host.contains('.') || host == "localhost")
+    {
+        (host.to_string(), path)
+    } else {
+        // hosted-git-info's shorthands: `user/repo` and `github:user/repo` are GitHub's.
+        let (host, path) = [
+            ("github:", "github.com"),
+            ("gitlab:", "gitlab.com"),
+            ("bitbucket:", "bitbucket.org"),
+        ]
+        .into_iter()
+        .find_map(|(prefix, host)| url.strip_prefix(prefix).map(|rest| (host, rest)))
+        .unwrap_or(("github.com", url));
+        let path = path.split(['@', '#']).next()?;
+        if path.matches('/').count() != 1 {
+            return None;
+        }
+        (host.to_string(), path)
+    };
+    let path = path.split(['@', '#']).next()?.trim_matches('/');
+    let path = path.strip_suffix(".git").unwrap_or(path);
+    (safe_relative(&host) && !host.contains('/') && safe_relative(path) && path.contains('/')).then(
+        || PackageSource::Git {
+            host,
+            path: path.to_string(),
+        },
+    )
+}
+
+/// A relative path that stays below its base.
+fn safe_relative(path: &str) -> bool {
+    !path.contains(['\\', '\0'])
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+/// One item of a settings file's `packages`.
+struct ListedPackage {
+    source: String,
+    parsed: PackageSource,
+    selection: Selection,
+    /// The settings file's folder, which a local path is relative to.
+    base: PathBuf,
+    /// Where npm and git sources are installed.
+    root: PathBuf,
+    scope: &'static str,
+}
+
+impl ListedPackage {
+    /// Its entries; none when it is not installed (a local path that does not exist).
+    fn entries(&self) -> Vec<Entry> {
+        let (source, scope) = ("package", self.scope);
+        let PackageSource::Local(path) = &self.parsed else {
+            return self
+                .parsed
+                .install_dir(&self.root)
+                .filter(|dir| dir.is_dir())
+                .and_then(|dir| package_entries(&dir, &self.selection, source, scope))
+                .unwrap_or_default();
+        };
+        let path = absolute(&self.base, path);
+        if path.is_file() {
+            vec![file_entry(&path, source, scope)]
+        } else if path.is_dir() {
+            // A folder that is no package loads as an extension itself.
+            package_entries(&path, &self.selection, source, scope)
+                .unwrap_or_else(|| resolve_dir(&path, source, scope))
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// The `packages` of the trusted project's settings, then the user's, one item per package
+/// (pi's `dedupePackages`: the first, so the project's, wins).
+fn listed_packages(sources: &Sources) -> Vec<ListedPackage> {
+    let project_root = sources.cwd.join(".pi");
+    let mut files = Vec::new();
+    if sources.project_trusted {
+        for dir in [".pi", ".tau"] {
+            files.push((sources.cwd.join(dir), project_root.clone(), "project"));
+        }
+    }
+    files.push((sources.agent_dir.clone(), sources.agent_dir.clone(), "user"));
+    let mut seen = std::collections::HashSet::new();
+    let mut listed = Vec::new();
+    for (base, root, scope) in files {
+        for (source, selection) in packages_in_file(&base.join("settings.json")) {
+            let parsed = PackageSource::parse(&source);
+            let identity = match &parsed {
+                PackageSource::Npm(name) => format!("npm:{name}"),
+                PackageSource::Git { host, path } => format!("git:{host}/{path}"),
+                PackageSource::Local(path) => format!("local:{}", absolute(&base, path).display()),
+            };
+            if seen.insert(identity) {
+                listed.push(ListedPackage {
+                    source,
+                    parsed,
+                    selection,
+                    base: base.clone(),
+                    root: root.clone(),
+                    scope,
+                });
+            }
+        }
+    }
+    listed
+}
+
+/// A settings file's `packages`: source strings or `{"source", "extensions"?}` objects. The
+/// settings loader reports a malformed file; here it lists nothing.
+fn packages_in_file(path: &Path) -> Vec<(String, Selection)> {
+    let Some(serde_json::Value::Array(items)) = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|mut settings| settings.get_mut("packages").map(serde_json::Value::take))
+    else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|item| match item {
+            serde_json::Value::String(source) => Some((source.clone(), Selection::All)),
+            serde_json::Value::Object(object) => {
+                let source = object.get("source")?.as_str()?.to_string();
+                let selection = match object.get("extensions").and_then(|e| e.as_array()) {
+                    Some(list) => Selection::Patterns(strings(list)),
+                    None => Selection::Object,
+                };
+                Some((source, selection))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn strings(list: &[serde_json::Value]) -> Vec<String> {
+    list.iter()
+        .filter_map(|item| item.as_str().map(str::to_string))
+        .collect()
+}
+
+/// A package folder's extensions (pi's `collectPackageResources`): its `package.json`
+/// `pi.extensions`, else its `extensions/` folder. `None` when a plain item names a folder
+/// that is no package (no `pi` manifest and no resource folder).
+fn package_entries(
+    root: &Path,
+    selection: &Selection,
+    source: &'static str,
+    scope: &'static str,
+) -> Option<Vec<Entry>> {
+    let manifest = std::fs::read_to_string(root.join("package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|mut package| package.get_mut("pi").map(serde_json::Value::take))
+        .filter(|pi| !pi.is_null());
+    let listed = manifest
+        .as_ref()
+        .and_then(|pi| pi.get("extensions"))
+        .and_then(|e| e.as_array())
+        .map(|list| strings(list));
+    let from_manifest = |list: &[String]| manifest_entries(root, list, source, scope);
+    let conventional = || collect_dir(&root.join("extensions"), source, scope);
+    // pi's three paths differ on a manifest without (or with an empty) `extensions`.
+    Some(match selection {
+        Selection::All if manifest.is_some() => {
+            listed.map(|l| from_manifest(&l)).unwrap_or_default()
+        }
+        Selection::All => {
+            if !["extensions", "skills", "prompts", "themes"]
+                .iter()
+                .any(|dir| root.join(dir).exists())
+            {
+                return None;
+            }
+            conventional()
+        }
+        Selection::Object => listed.map_or_else(conventional, |l| from_manifest(&l)),
+        Selection::Patterns(patterns) if patterns.is_empty() => Vec::new(),
+        Selection::Patterns(patterns) => {
+            let all = match listed {
+                Some(list) if !list.is_empty() => from_manifest(&list),
+                _ => conventional(),
+            };
+            apply_patterns(all, patterns, root)
+        }
+    })
+}
+
+/// A manifest's list: paths and globs relative to the package, then its `!`, `+` and `-`
+/// entries over what they gave.
+fn manifest_entries(
+    root: &Path,
+    list: &[String],
+    source: &'static str,
+    scope: &'static str,
+) -> Vec<Entry> {
+    let (overrides, items): (Vec<String>, Vec<String>) = list
+        .iter()
+        .cloned()
+        .partition(|item| item.starts_with(['!', '+', '-']));
+    let mut entries = Vec::new();
+    for item in &items {
+        let paths = if item.contains(['*', '?']) {
+            expand_glob(root, item)
+        } else {
+            vec![root.join(item.strip_prefix("./").unwrap_or(item))]
+        };
+        for path in paths {
+            if path.is_file() {
+                entries.push(file_entry(&path, source, scope));
+            } else if path.is_dir() {
+                entries.extend(collect_dir(&path, source, scope));
+            }
+        }
+    }
+    let filter = Filter::new(root, &overrides);
+    entries.retain(|entry| filter.keeps(&entry.path, false));
     entries
+}
+
+/// The files and folders below `root` a manifest glob matches, in walk order; hidden names
+/// never match (glob's `dot: false`).
+fn expand_glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
+    let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+    // Without `**` a match is exactly as deep as the pattern, which also keeps the filter's
+    // file-name match from reaching deeper files.
+    let depth = (!pattern.contains("**"))
+        .then(|| pattern.split('/').filter(|part| !part.is_empty()).count());
+    let filter = Filter::new(root, &[pattern.to_string()]);
+    let mut found = Vec::new();
+    walk(root, 1, depth, &filter, &mut found);
+    found
+}
+
+fn walk(dir: &Path, level: usize, depth: Option<usize>, filter: &Filter, found: &mut Vec<PathBuf>) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut children: Vec<std::fs::DirEntry> = read
+        .filter_map(Result::ok)
+        .filter(|child| !child.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    children.sort_by_key(std::fs::DirEntry::file_name);
+    for child in children {
+        let path = child.path();
+        if depth.is_none_or(|d| d == level) && filter.keeps(&path, true) {
+            found.push(path.clone());
+        }
+        // `**` does not follow symbolic links to folders (glob's default): no cycles.
+        let descend = match depth {
+            Some(d) => level < d && path.is_dir(),
+            None => child.file_type().is_ok_and(|t| t.is_dir()),
+        };
+        if descend {
+            walk(&path, level + 1, depth, filter, found);
+        }
+    }
+}
+
+/// pi's `applyPatterns` for an item's `extensions`: plain entries and globs keep what they
+/// match, `!glob` leaves out, `+path` brings back, `-path` leaves out whatever else says.
+fn apply_patterns(entries: Vec<Entry>, patterns: &[String], base: &Path) -> Vec<Entry> {
+    let (overrides, includes): (Vec<String>, Vec<String>) = patterns
+        .iter()
+        .cloned()
+        .partition(|p| p.starts_with(['!', '+', '-']));
+    let (globs, plain): (Vec<String>, Vec<String>) =
+        includes.into_iter().partition(|p| p.contains(['*', '?']));
+    let globs = (!globs.is_empty()).then(|| Filter::new(base, &globs));
+    let kept = Filter::new(base, &overrides);
+    // What no include keeps comes back only through `+path`: `!**` leaves out everything else.
+    let forced = Filter::new(base, &[vec!["!**".to_string()], overrides].concat());
+    let named = |path: &Path| {
+        plain.iter().any(|p| {
+            let p = Path::new(p.strip_prefix("./").unwrap_or(p));
+            path.strip_prefix(base).is_ok_and(|rel| rel == p)
+                || path.file_name().is_some_and(|n| Path::new(n) == p)
+                || path == p
+        })
+    };
+    entries
+        .into_iter()
+        .filter(|entry| {
+            let included = (globs.is_none() && plain.is_empty())
+                || globs.as_ref().is_some_and(|g| g.keeps(&entry.path, true))
+                || named(&entry.path);
+            if included {
+                kept.keeps(&entry.path, false)
+            } else {
+                forced.keeps(&entry.path, false)
+            }
+        })
+        .collect()
 }
 
 fn absolute(cwd: &Path, given: &str) -> PathBuf {
@@ -188,6 +601,22 @@ fn file_entry(path: &Path, source: &'static str, scope: &'static str) -> Entry {
         source,
         scope,
     }
+}
+
+/// A folder named as a source of extensions: what it declares, else its contents scanned like
+/// an auto directory (ext §1.2, pi's `collectAutoExtensionEntries`).
+fn collect_dir(dir: &Path, source: &'static str, scope: &'static str) -> Vec<Entry> {
+    let found = resolve_dir(dir, source, scope);
+    if !found.is_empty() {
+        return found;
+    }
+    scan_auto_dir(dir, scope)
+        .into_iter()
+        .map(|mut entry| {
+            entry.source = source;
+            entry
+        })
+        .collect()
 }
 
 /// A directory: `tau-extension.json`'s command, else `package.json` `pi.extensions`, else
@@ -379,6 +808,286 @@ mod tests {
         assert_eq!(names, ["p.ts", "listed.py", "auto.ts"]);
         assert_eq!((found[0].source, found[0].scope), ("local", "project"));
         assert_eq!((found[1].source, found[1].scope), ("local", "user"));
+    }
+
+    #[test]
+    fn settings_patterns_narrow_listed_folders_and_filter_auto_directories() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let agent = tmp.path().join("agent");
+        for name in ["keep.ts", "also.ts", "skip.ts", "notes.js"] {
+            write(&agent.join("bundle").join(name), "");
+        }
+        for name in ["auto.ts", "off.ts", "hidden-by-glob.ts"] {
+            write(&agent.join("extensions").join(name), "");
+        }
+        // A plain glob narrows what the listed folder gives; `!glob` and `-path` also reach
+        // the auto directory, and `+path` brings one file back.
+        write(
+            &agent.join("settings.json"),
+            r#"{"extensions": ["bundle", "bundle/*.ts", "!**/skip.ts", "!**/hidden-*",
+                "-extensions/off.ts", "+bundle/skip.ts"]}"#,
+        );
+        let sources = Sources {
+            cwd: tmp.path().to_path_buf(),
+            agent_dir: agent.clone(),
+            ..Sources::default()
+        };
+        let found = discover(&sources).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<String> = found
+            .iter()
+            .map(|e| {
+                e.path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(names, ["also.ts", "keep.ts", "skip.ts", "auto.ts"]);
+    }
+
+    /// Paths below `root`, canonical on both sides (a temporary folder may be a symlink).
+    fn below(root: &Path, entries: &[Entry]) -> Vec<String> {
+        entries
+            .iter()
+            .map(|e| {
+                e.path
+                    .strip_prefix(canonical(root))
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|_| e.path.display().to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn installed_packages_load_last_project_first_as_package_entries() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let cwd = tmp.path().join("project");
+        let agent = tmp.path().join("agent");
+        write(&agent.join("extensions/auto.ts"), "");
+        write(&cwd.join(".pi/extensions/proj.ts"), "");
+        // A scoped npm package without a manifest: its `extensions/` folder.
+        let npm = agent.join("npm/node_modules/@scope/pkg");
+        write(&npm.join("package.json"), r#"{"name": "@scope/pkg"}"#);
+        write(&npm.join("extensions/one.ts"), "");
+        write(&npm.join("extensions/sub/index.ts"), "");
+        write(&agent.join("git/github.com/user/repo/extensions/g.ts"), "");
+        write(
+            &cwd.join(".pi/git/gitlab.com/team/tool/extensions/t.js"),
+            "",
+        );
+        write(&agent.join("mine/index.ts"), "");
+        write(
+            &agent.join("settings.json"),
+            r#"{"packages": ["npm:@scope/pkg@1.2.3", "https://github.com/user/repo.git",
+                "./mine", "npm:@scope/pkg"]}"#,
+        );
+        write(
+            &cwd.join(".pi/settings.json"),
+            r#"{"packages": ["git:gitlab.com/team/tool@v2"]}"#,
+        );
+        let mut sources = Sources {
+            cwd: cwd.clone(),
+            agent_dir: agent.clone(),
+            project_trusted: true,
+            ..Sources::default()
+        };
+        let found = discover(&sources).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            below(tmp.path(), &found),
+            [
+                "project/.pi/extensions/proj.ts",
+                "agent/extensions/auto.ts",
+                "project/.pi/git/gitlab.com/team/tool/extensions/t.js",
+                "agent/npm/node_modules/@scope/pkg/extensions/one.ts",
+                "agent/npm/node_modules/@scope/pkg/extensions/sub/index.ts",
+                "agent/git/github.com/user/repo/extensions/g.ts",
+                "agent/mine/index.ts",
+            ]
+        );
+        let tags: Vec<(&str, &str)> = found.iter().map(|e| (e.source, e.scope)).collect();
+        assert_eq!(tags[2], ("package", "project"));
+        assert!(tags[3..].iter().all(|t| *t == ("package", "user")));
+        assert!(package_warnings(&sources).is_empty());
+        // An untrusted project's packages stay out; `--no-extensions` drops them all.
+        sources.project_trusted = false;
+        assert_eq!(
+            discover(&sources).unwrap_or_else(|e| panic!("{e}")).len(),
+            5
+        );
+        sources.no_discovery = true;
+        assert!(
+            discover(&sources)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_package_manifest_lists_paths_globs_and_exclusions() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let agent = tmp.path().join("agent");
+        let pkg = agent.join("npm/node_modules/kit");
+        write(
+            &pkg.join("package.json"),
+            r#"{"pi": {"extensions": ["src/*.ts", "!src/old-*", "./tools", "lib/**/main.js"]}}"#,
+        );
+        for name in ["a.ts", "b.ts", "old-c.ts", "notes.md", "deep/d.ts"] {
+            write(&pkg.join("src").join(name), "");
+        }
+        write(&pkg.join("tools/x.ts"), "");
+        write(&pkg.join("lib/one/two/main.js"), "");
+        // Ignored: a manifest takes the place of the conventional folder.
+        write(&pkg.join("extensions/ignored.ts"), "");
+        write(
+            &agent.join("settings.json"),
+            r#"{"packages": ["npm:kit@^2"]}"#,
+        );
+        let sources = Sources {
+            cwd: tmp.path().to_path_buf(),
+            agent_dir: agent.clone(),
+            ..Sources::default()
+        };
+        let found = discover(&sources).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            below(&pkg, &found),
+            ["src/a.ts", "src/b.ts", "tools/x.ts", "lib/one/two/main.js"]
+        );
+    }
+
+    #[test]
+    fn the_object_form_filters_or_disables_a_packages_extensions() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let agent = tmp.path().join("agent");
+        for pkg in ["off", "some"] {
+            for name in ["a.ts", "b.ts", "c.ts"] {
+                write(
+                    &agent
+                        .join("npm/node_modules")
+                        .join(pkg)
+                        .join("extensions")
+                        .join(name),
+                    "",
+                );
+            }
+        }
+        write(
+            &agent.join("settings.json"),
+            r#"{"packages": [
+                {"source": "npm:off", "extensions": []},
+                {"source": "npm:some",
+                 "extensions": ["extensions/a.ts", "*/c.ts", "!**/c.ts", "+extensions/c.ts"]}
+            ]}"#,
+        );
+        let sources = Sources {
+            cwd: tmp.path().to_path_buf(),
+            agent_dir: agent.clone(),
+            ..Sources::default()
+        };
+        let found = discover(&sources).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            below(&agent.join("npm/node_modules"), &found),
+            ["some/extensions/a.ts", "some/extensions/c.ts"]
+        );
+    }
+
+    #[test]
+    fn a_package_not_installed_is_skipped_and_reported() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let agent = tmp.path().join("agent");
+        write(&agent.join("extensions/auto.ts"), "");
+        write(
+            &agent.join("settings.json"),
+            r#"{"packages": ["npm:absent@1.0.0", {"source": "git:github.com/u/gone"},
+                "./no-such-dir"]}"#,
+        );
+        let mut sources = Sources {
+            cwd: tmp.path().to_path_buf(),
+            agent_dir: agent.clone(),
+            ..Sources::default()
+        };
+        let found = discover(&sources).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(below(&agent, &found), ["extensions/auto.ts"]);
+        assert_eq!(
+            package_warnings(&sources),
+            [
+                "Package npm:absent@1.0.0 is not installed; tau does not install pi packages: \
+                 install it with pi (pi install npm:absent@1.0.0) or npm, or pass its folder \
+                 with -e",
+                "Package git:github.com/u/gone is not installed; tau does not install pi packages: \
+                 install it with pi (pi install git:github.com/u/gone) or npm, or pass its folder \
+                 with -e",
+            ]
+        );
+        sources.no_discovery = true;
+        assert!(package_warnings(&sources).is_empty());
+    }
+
+    #[test]
+    fn cli_package_sources_load_when_installed_and_fail_otherwise() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let agent = tmp.path().join("agent");
+        let pkg = agent.join("npm/node_modules/installed");
+        write(
+            &pkg.join("package.json"),
+            r#"{"pi": {"extensions": ["main.ts"]}}"#,
+        );
+        write(&pkg.join("main.ts"), "");
+        write(&agent.join("git/example.com/org/repo/extensions/r.ts"), "");
+        let mut sources = Sources {
+            cli: vec![
+                "npm:installed".into(),
+                "git@example.com:org/repo.git@main".into(),
+            ],
+            cwd: tmp.path().to_path_buf(),
+            agent_dir: agent.clone(),
+            no_discovery: true,
+            ..Sources::default()
+        };
+        let found = discover(&sources).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            below(&agent, &found),
+            [
+                "npm/node_modules/installed/main.ts",
+                "git/example.com/org/repo/extensions/r.ts"
+            ]
+        );
+        assert_eq!((found[0].source, found[0].scope), ("cli", "temporary"));
+        sources.cli = vec!["npm:missing".into()];
+        let err = discover(&sources)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(
+            err,
+            "Failed to load extension \"npm:missing\": Package npm:missing is not installed; tau \
+             does not install pi packages: install it with pi (pi install npm:missing) or npm, or \
+             pass its folder with -e"
+        );
+    }
+
+    #[test]
+    fn package_sources_map_to_pis_install_folders() {
+        let root = Path::new("/r");
+        let dir = |source: &str| PackageSource::parse(source).install_dir(root);
+        let npm = |rest: &str| Some(root.join("npm/node_modules").join(rest));
+        let git = |rest: &str| Some(root.join("git").join(rest));
+        assert_eq!(dir("npm:@scope/pkg@1.2.3"), npm("@scope/pkg"));
+        assert_eq!(dir("npm:pkg@latest"), npm("pkg"));
+        assert_eq!(dir("npm:@scope/pkg"), npm("@scope/pkg"));
+        assert_eq!(dir("git:github.com/u/r@v1"), git("github.com/u/r"));
+        assert_eq!(dir("git:u/r"), git("github.com/u/r"));
+        assert_eq!(dir("https://github.com/u/r.git"), git("github.com/u/r"));
+        assert_eq!(
+            dir("https://Host.example:8443/g/sub/r@abc"),
+            git("host.example/g/sub/r")
+        );
+        assert_eq!(dir("ssh://git@host.example/u/r"), git("host.example/u/r"));
+        assert_eq!(dir("git@github.com:u/r.git"), git("github.com/u/r"));
+        assert_eq!(dir("git:git@github.com:u/r@main"), git("github.com/u/r"));
+        // Local paths, and git sources that would leave the install folder, install nowhere.
+        assert_eq!(dir("./pkgs/x"), None);
+        assert_eq!(dir("git:host.example/../../etc"), None);
+        assert_eq!(dir("npm:../x"), None);
     }
 
     #[test]

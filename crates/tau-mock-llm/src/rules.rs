@@ -1,6 +1,7 @@
 //! Rules mode: a deterministic answer built from the request itself, for demos that run
 //! without a script. A tool result gets a summary; a request to run or list something gets a
-//! `bash` call when the request offers that tool; anything else gets a friendly echo.
+//! `bash` call when the request offers that tool (a request to list files gets an `ls` call
+//! when only that is offered); anything else gets a friendly echo.
 
 use serde_json::{Value, json};
 
@@ -44,6 +45,14 @@ pub(crate) fn reply(api: Api, body: &Value, seq: u64) -> Reply {
                     _ => format!("call_mock_{seq}"),
                 };
                 Reply::new().tool_call(id, "bash", json!({"command": cmd}))
+            }
+            // Without a shell (the demo offers only read-only tools), listing still works.
+            Some(cmd) if cmd == "ls" && conversation.tools.iter().any(|t| t == "ls") => {
+                let id = match api {
+                    Api::AnthropicMessages => format!("toolu_mock_{seq}"),
+                    _ => format!("call_mock_{seq}"),
+                };
+                Reply::new().tool_call(id, "ls", json!({}))
             }
             _ => Reply::text(greeting(text)),
         },
@@ -336,6 +345,17 @@ mod tests {
                 chunks: None
             }]
         );
+        // Only read-only tools: listing uses `ls`; other commands are echoed, never run.
+        let read_only = json!({"tools": [{"name": "ls"}, {"name": "read"}],
+            "messages": [{"role": "user", "content": "please list files"}]});
+        let r = reply(Api::AnthropicMessages, &read_only, 2);
+        assert!(
+            matches!(&r.content[0], Block::ToolCall { name, .. } if name == "ls"),
+            "{r:?}"
+        );
+        let rm = json!({"tools": [{"name": "ls"}], "messages": [{"role": "user", "content": "!rm -rf ~"}]});
+        let r = reply(Api::AnthropicMessages, &rm, 3);
+        assert!(matches!(&r.content[0], Block::Text { .. }), "{r:?}");
         let no_tools = json!({"messages": [{"role": "user", "content": "please list files"}]});
         let r = reply(Api::AnthropicMessages, &no_tools, 1);
         assert!(

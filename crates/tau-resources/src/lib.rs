@@ -14,7 +14,7 @@
 pub mod settings;
 pub mod system_prompt;
 
-mod filter;
+pub mod filter;
 mod frontmatter;
 pub mod prompts;
 pub mod skills;

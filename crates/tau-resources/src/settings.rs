@@ -1,59 +1,208 @@
 //! Settings from `settings.json`: the global file in the agent directory, then the project's
-//! `.pi/settings.json` and `.tau/settings.json` (later files win, objects merged one level
-//! deep, as pi merges). A file that does not parse, or a value of the wrong type, is reported
-//! on stderr and ignored: a broken settings file must not keep the agent from starting.
+//! `.pi/settings.json` and `.tau/settings.json` (later files win; an object is merged with the
+//! one below it key by key, one level deep, exactly as pi's `deepMergeSettings` does, so
+//! `retry.provider` in a project file replaces the global `retry.provider` whole). A file that
+//! does not parse, or a known key with a value of the wrong type, is reported once through
+//! [`Settings::warnings`] (the binary prints them) and ignored: a broken settings file must
+//! not keep the agent from starting.
 //!
-//! Changes made over RPC are session-local and never written back (decision 12).
+//! Commands that change a setting write it to the global file as pi's setters do
+//! ([`Settings::set_global`]): the file is read again, only the changed keys are replaced
+//! (a nested key within its object), every other key keeps its value and place, and the
+//! result replaces the file atomically. A global file that did not parse is never written.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tau_protocol::ThinkingLevel;
 use tau_protocol::{InterruptMode, QueueMode};
 
+/// pi's default `httpIdleTimeoutMs`: five minutes.
+pub const DEFAULT_HTTP_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// pi's default `retry.provider.maxRetryDelayMs`: one minute.
+pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+
 /// The effective settings, typed where tau uses them, with the merged document kept for
 /// keys later issues read.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     merged: Map<String, Value>,
+    /// The global file's document as loaded (plus what setters changed), and the project
+    /// layers: `merged` is rebuilt from them after a change.
+    global: Map<String, Value>,
+    project: Vec<Map<String, Value>>,
+    /// `<agentDir>/settings.json`; `None` for in-memory settings, which are never written.
+    global_file: Option<PathBuf>,
+    /// The global file exists but could not be read or parsed: pi never overwrites it.
+    global_unreadable: bool,
+    warnings: Vec<String>,
 }
 
 impl Settings {
-    /// Reads the global and project settings files. Missing files are simply absent.
+    /// Reads the global and project settings files. Missing files are simply absent; a file
+    /// that cannot be read or parsed counts as empty and is reported in [`Self::warnings`].
     pub fn load(agent_dir: &Path, cwd: &Path) -> Self {
-        let mut merged = Map::new();
+        let mut warnings = Vec::new();
+        let global_path = agent_dir.join("settings.json");
+        let (global, global_unreadable) = match read_layer(&global_path) {
+            Ok(layer) => (layer.unwrap_or_default(), false),
+            Err(warning) => {
+                warnings.push(warning);
+                (Map::new(), true)
+            }
+        };
+        let mut project = Vec::new();
         for path in [
-            agent_dir.join("settings.json"),
             cwd.join(".pi").join("settings.json"),
             cwd.join(".tau").join("settings.json"),
         ] {
-            if let Some(layer) = read_layer(&path) {
-                merge_into(&mut merged, layer);
+            match read_layer(&path) {
+                Ok(Some(layer)) => project.push(layer),
+                Ok(None) => {}
+                Err(warning) => warnings.push(warning),
             }
         }
-        Self { merged }
+        let mut settings = Self {
+            merged: Map::new(),
+            global,
+            project,
+            global_file: Some(global_path),
+            global_unreadable,
+            warnings,
+        };
+        settings.remerge();
+        let mistyped = settings.mistyped_values();
+        settings.warnings.extend(mistyped);
+        settings
     }
 
-    /// Builds settings from an in-memory document (tests, embedding).
+    /// Builds settings from an in-memory document (tests, embedding); never written to disk.
     pub fn from_value(value: Map<String, Value>) -> Self {
-        Self { merged: value }
+        let mut settings = Self {
+            global: value,
+            ..Self::default()
+        };
+        settings.remerge();
+        settings
     }
 
-    /// A top-level or dotted (`compaction.enabled`) key, typed; `None` if unset or mistyped.
-    pub fn get<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+    /// What was wrong with the files when they were loaded, one line each (without a
+    /// `Warning:` prefix): a file that could not be read or parsed (named, with the JSON
+    /// error), or a known key whose value has the wrong type. The binary prints them.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    fn remerge(&mut self) {
+        let mut merged = migrated(self.global.clone());
+        for layer in &self.project {
+            merge_into(&mut merged, migrated(layer.clone()));
+        }
+        self.merged = merged;
+    }
+
+    fn lookup(&self, key: &str) -> Option<&Value> {
         let mut parts = key.split('.');
         let first = parts.next()?;
         let mut value = self.merged.get(first)?;
         for part in parts {
             value = value.get(part)?;
         }
+        Some(value)
+    }
+
+    /// A top-level or dotted (`compaction.enabled`) key, typed; `None` if unset or mistyped
+    /// (a mistyped known key was reported once by [`Self::load`]).
+    pub fn get<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+        let value = self.lookup(key)?;
         match T::deserialize(value) {
             Ok(v) => Some(v),
             Err(err) => {
-                tracing::warn!("ignoring setting {key}: {err}");
+                tracing::debug!("ignoring setting {key}: {err}");
                 None
             }
+        }
+    }
+
+    /// The known keys whose value does not have the type tau reads them as.
+    fn mistyped_values(&self) -> Vec<String> {
+        fn check<T: DeserializeOwned>(s: &Settings, key: &str, out: &mut Vec<String>) {
+            if let Some(value) = s.lookup(key)
+                && let Err(err) = T::deserialize(value)
+            {
+                out.push(format!("Ignoring setting {key}: {err}"));
+            }
+        }
+        let mut out = Vec::new();
+        for key in [
+            "defaultProvider",
+            "defaultModel",
+            "sessionDir",
+            "shellPath",
+            "shellCommandPrefix",
+            "defaultProjectTrust",
+        ] {
+            check::<String>(self, key, &mut out);
+        }
+        check::<ThinkingLevel>(self, "defaultThinkingLevel", &mut out);
+        check::<QueueMode>(self, "steeringMode", &mut out);
+        check::<QueueMode>(self, "followUpMode", &mut out);
+        check::<InterruptMode>(self, "interruptMode", &mut out);
+        check::<Vec<String>>(self, "enabledModels", &mut out);
+        for key in [
+            "compaction.enabled",
+            "retry.enabled",
+            "images.autoResize",
+            "images.blockImages",
+        ] {
+            check::<bool>(self, key, &mut out);
+        }
+        for key in [
+            "compaction.reserveTokens",
+            "compaction.keepRecentTokens",
+            "branchSummary.reserveTokens",
+            "retry.baseDelayMs",
+            "retry.provider.timeoutMs",
+            "retry.provider.maxRetryDelayMs",
+            "thinkingBudgets.minimal",
+            "thinkingBudgets.low",
+            "thinkingBudgets.medium",
+            "thinkingBudgets.high",
+        ] {
+            check::<u64>(self, key, &mut out);
+        }
+        check::<u32>(self, "retry.maxRetries", &mut out);
+        check::<u32>(self, "retry.provider.maxRetries", &mut out);
+        if let Some(value) = self.lookup("httpIdleTimeoutMs")
+            && parse_timeout_ms(value).is_none()
+        {
+            out.push(format!(
+                "Ignoring setting httpIdleTimeoutMs: {value} is not a number of milliseconds or \"disabled\""
+            ));
+        }
+        out
+    }
+
+    /// Changes a setting for this process and in the global settings file, as pi's setters
+    /// do. `key` is top-level or `parent.child`. The project files still win where they set
+    /// the key, as in pi. Settings not loaded from files, or whose global file did not
+    /// parse, change in memory only. The error says why the file could not be written.
+    pub fn set_global(&mut self, key: &str, value: Value) -> Result<(), String> {
+        self.set_global_all(&[(key, value)])
+    }
+
+    /// [`Self::set_global`] for several keys in one write (pi's `setDefaultModelAndProvider`).
+    pub fn set_global_all(&mut self, changes: &[(&str, Value)]) -> Result<(), String> {
+        for (key, value) in changes {
+            set_path(&mut self.global, key, value.clone());
+        }
+        self.remerge();
+        match &self.global_file {
+            Some(path) if !self.global_unreadable => update_file(path, changes),
+            _ => Ok(()),
         }
     }
 
@@ -105,12 +254,218 @@ impl Settings {
     pub fn session_dir(&self) -> Option<String> {
         self.get("sessionDir")
     }
+
+    /// `images.blockImages`: images in user and tool-result content never reach the model.
+    pub fn block_images(&self) -> bool {
+        self.get("images.blockImages").unwrap_or(false)
+    }
+
+    /// `httpIdleTimeoutMs`: how long a provider response may send nothing (headers or body)
+    /// before the request fails; `Duration::ZERO` when set to `0` or `"disabled"`.
+    pub fn http_idle_timeout(&self) -> Duration {
+        self.lookup("httpIdleTimeoutMs")
+            .and_then(parse_timeout_ms)
+            .map_or(DEFAULT_HTTP_IDLE_TIMEOUT, Duration::from_millis)
+    }
+
+    /// `retry.provider.timeoutMs`: how long a provider request may take to answer (pi's SDK
+    /// request timeout); unset means the idle timeout.
+    pub fn provider_timeout(&self) -> Option<Duration> {
+        self.get("retry.provider.timeoutMs")
+            .map(Duration::from_millis)
+    }
+
+    /// `retry.provider.maxRetries`: retries of a failed request inside one provider call
+    /// (pi's SDK retries), 0 by default.
+    pub fn provider_max_retries(&self) -> u32 {
+        self.get("retry.provider.maxRetries").unwrap_or(0)
+    }
+
+    /// `retry.provider.maxRetryDelayMs`: the longest server-requested wait a provider-level
+    /// retry accepts (longer fails at once); `Duration::ZERO` removes the cap.
+    pub fn provider_max_retry_delay(&self) -> Duration {
+        self.get("retry.provider.maxRetryDelayMs")
+            .map_or(DEFAULT_MAX_RETRY_DELAY, Duration::from_millis)
+    }
+
+    /// `thinkingBudgets.<level>` (`minimal`, `low`, `medium`, `high`): the token budget of
+    /// that level for budget-based thinking.
+    pub fn thinking_budget(&self, level: &str) -> Option<u64> {
+        self.get(&format!("thinkingBudgets.{level}"))
+    }
+
+    /// `branchSummary.reserveTokens`: what a branch summary's request leaves free.
+    pub fn branch_summary_reserve_tokens(&self) -> u64 {
+        self.get("branchSummary.reserveTokens").unwrap_or(16384)
+    }
+}
+
+/// pi's `parseHttpIdleTimeoutMs`: a non-negative number (floored), a string holding one, or
+/// `"disabled"` (0).
+fn parse_timeout_ms(value: &Value) -> Option<u64> {
+    match value {
+        Value::String(text) => {
+            let text = text.trim();
+            if text.eq_ignore_ascii_case("disabled") {
+                return Some(0);
+            }
+            text.parse::<f64>()
+                .ok()
+                .and_then(|n| parse_timeout_ms(&Value::from(n)))
+        }
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .map(|f| f as u64)
+        }),
+        _ => None,
+    }
+}
+
+/// Sets `key` (top-level or `parent.child`) in `doc`; a parent that is not an object becomes
+/// one.
+fn set_path(doc: &mut Map<String, Value>, key: &str, value: Value) {
+    match key.split_once('.') {
+        None => {
+            doc.insert(key.to_string(), value);
+        }
+        Some((parent, child)) => {
+            let slot = doc
+                .entry(parent.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !slot.is_object() {
+                *slot = Value::Object(Map::new());
+            }
+            if let Value::Object(object) = slot {
+                set_path(object, child, value);
+            }
+        }
+    }
+}
+
+/// pi's load-time migrations, applied to the in-memory view only (the file keeps what the
+/// user wrote): `queueMode` is the old name of `steeringMode`, `retry.maxDelayMs` of
+/// `retry.provider.maxRetryDelayMs`.
+fn migrated(mut layer: Map<String, Value>) -> Map<String, Value> {
+    if !layer.contains_key("steeringMode")
+        && let Some(mode) = layer.remove("queueMode")
+    {
+        layer.insert("steeringMode".into(), mode);
+    }
+    if let Some(Value::Object(retry)) = layer.get_mut("retry")
+        && let Some(delay) = retry.remove("maxDelayMs")
+        && delay.is_number()
+    {
+        let provider = retry
+            .entry("provider")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(provider) = provider
+            && provider.get("maxRetryDelayMs").is_none_or(Value::is_null)
+        {
+            provider.insert("maxRetryDelayMs".into(), delay);
+        }
+    }
+    layer
+}
+
+/// Writes `changes` into the settings file at `path`: the file is read again under pi's lock
+/// (`<file>.lock`), the changed keys are replaced (a nested key inside its object, the other
+/// keys of that object kept), and the document replaces the file atomically, pretty-printed
+/// with two spaces as pi writes it. A file that no longer parses is left alone.
+fn update_file(path: &Path, changes: &[(&str, Value)]) -> Result<(), String> {
+    // Write through a symbolic link (dotfile managers link settings files) to its target.
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let _lock = FileLock::acquire(&target)?;
+    let (mut doc, permissions) = match std::fs::read(&target) {
+        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(doc)) => (
+                doc,
+                std::fs::metadata(&target).ok().map(|m| m.permissions()),
+            ),
+            Ok(_) => return Err(format!("{} is not a JSON object", target.display())),
+            Err(err) => return Err(format!("cannot parse {}: {err}", target.display())),
+        },
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => (Map::new(), None),
+        Err(err) => return Err(format!("cannot read {}: {err}", target.display())),
+    };
+    for (key, value) in changes {
+        set_path(&mut doc, key, value.clone());
+    }
+    let text = serde_json::to_string_pretty(&Value::Object(doc))
+        .map_err(|e| format!("cannot serialise settings: {e}"))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    tau_tools::atomic::replace_file(
+        &target,
+        text.as_bytes(),
+        &options,
+        |file| match &permissions {
+            Some(permissions) => file.set_permissions(permissions.clone()),
+            None => Ok(()),
+        },
+    )
+    .map_err(|e| {
+        format!(
+            "cannot write {}: {}",
+            target.display(),
+            std::io::Error::from(e)
+        )
+    })?;
+    Ok(())
+}
+
+/// pi's settings lock (`proper-lockfile`): a `<file>.lock` directory, tried 10 times 20 ms
+/// apart; a lock older than 10 s is stale (its holder died) and is taken over.
+struct FileLock(PathBuf);
+
+impl FileLock {
+    fn acquire(file: &Path) -> Result<Self, String> {
+        let mut name = file.as_os_str().to_owned();
+        name.push(".lock");
+        let lock = PathBuf::from(name);
+        for _ in 0..10 {
+            match std::fs::create_dir(&lock) {
+                Ok(()) => return Ok(Self(lock)),
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let stale = std::fs::metadata(&lock)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.elapsed().ok())
+                        .is_some_and(|age| age > Duration::from_secs(10));
+                    if stale {
+                        let _ = std::fs::remove_dir(&lock);
+                    } else {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+                Err(err) => return Err(format!("cannot lock {}: {err}", file.display())),
+            }
+        }
+        Err(format!(
+            "cannot lock {}: {} is held by another process",
+            file.display(),
+            lock.display()
+        ))
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }
 
 /// The strings of an array setting in one settings file alone (resources that are listed
 /// per file, relative to that file's folder).
-pub(crate) fn array_in_file(path: &Path, key: &str) -> Vec<String> {
+/// A file that cannot be read or parsed gives nothing here: [`Settings::load`] reports it.
+pub fn array_in_file(path: &Path, key: &str) -> Vec<String> {
     read_layer(path)
+        .ok()
+        .flatten()
         .and_then(|mut layer| layer.remove(key))
         .and_then(|value| match value {
             Value::Array(items) => Some(items),
@@ -125,25 +480,33 @@ pub(crate) fn array_in_file(path: &Path, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn read_layer(path: &Path) -> Option<Map<String, Value>> {
+/// One settings file: `Ok(None)` when it does not exist, `Err` with the warning to show when
+/// it cannot be read or is not a JSON object.
+fn read_layer(path: &Path) -> Result<Option<Map<String, Value>>, String> {
     let text = match std::fs::read(path) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => {
-            tracing::warn!("cannot read {}: {err}", path.display());
-            return None;
+            return Err(format!(
+                "Cannot read {}: {err}; its settings are ignored",
+                path.display()
+            ));
         }
     };
+    if text.is_empty() {
+        // pi reads an empty file as no settings.
+        return Ok(Some(Map::new()));
+    }
     match serde_json::from_slice::<Value>(&text) {
-        Ok(Value::Object(map)) => Some(map),
-        Ok(_) => {
-            tracing::warn!("ignoring {}: not a JSON object", path.display());
-            None
-        }
-        Err(err) => {
-            tracing::warn!("ignoring {}: {err}", path.display());
-            None
-        }
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(_) => Err(format!(
+            "{} is not a JSON object; its settings are ignored",
+            path.display()
+        )),
+        Err(err) => Err(format!(
+            "Cannot parse {}: {err}; its settings are ignored",
+            path.display()
+        )),
     }
 }
 
@@ -226,5 +589,215 @@ mod tests {
         assert_eq!(s.compaction_keep_recent_tokens(), 40);
         assert_eq!(s.retry_max_retries(), 5);
         assert_eq!(s.retry_base_delay_ms(), 2000, "a mistyped value falls back");
+    }
+
+    #[test]
+    fn a_broken_file_is_one_warning_and_a_mistyped_key_another() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(agent.path().join("settings.json"), "{broken").unwrap();
+        std::fs::create_dir(cwd.path().join(".pi")).unwrap();
+        std::fs::write(
+            cwd.path().join(".pi/settings.json"),
+            r#"{"retry":{"baseDelayMs":"soon"},"steeringMode":"all"}"#,
+        )
+        .unwrap();
+        let s = Settings::load(agent.path(), cwd.path());
+        let path = agent.path().join("settings.json");
+        assert_eq!(s.warnings().len(), 2, "{:?}", s.warnings());
+        assert!(
+            s.warnings()[0].starts_with(&format!(
+                "Cannot parse {}: key must be a string",
+                path.display()
+            )),
+            "{:?}",
+            s.warnings()
+        );
+        assert_eq!(
+            s.warnings()[1],
+            "Ignoring setting retry.baseDelayMs: invalid type: string \"soon\", expected u64"
+        );
+        assert_eq!(
+            s.steering_mode(),
+            QueueMode::All,
+            "the good file still counts"
+        );
+        // Reading an array from the broken file reports nothing more.
+        assert!(array_in_file(&path, "extensions").is_empty());
+        assert_eq!(
+            Settings::load(cwd.path(), agent.path()).warnings(),
+            [] as [String; 0]
+        );
+    }
+
+    #[test]
+    fn a_project_object_replaces_a_nested_object_whole_as_in_pi() {
+        let s = Settings::from_value(Map::new());
+        let mut merged = s.merged;
+        merge_into(
+            &mut merged,
+            json!({"retry": {"enabled": false, "provider": {"timeoutMs": 5, "maxRetries": 2}}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        merge_into(
+            &mut merged,
+            json!({"retry": {"maxRetries": 7, "provider": {"timeoutMs": 9}}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        assert_eq!(
+            Value::Object(merged),
+            json!({"retry": {"enabled": false, "provider": {"timeoutMs": 9}, "maxRetries": 7}})
+        );
+    }
+
+    #[test]
+    fn old_key_names_are_read_as_pi_migrates_them() {
+        let s = Settings::from_value(
+            json!({"queueMode": "all", "retry": {"maxDelayMs": 5000}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        assert_eq!(s.steering_mode(), QueueMode::All);
+        assert_eq!(s.provider_max_retry_delay(), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn idle_timeouts_parse_as_pi_parses_them() {
+        let of = |v: Value| {
+            Settings::from_value(
+                json!({"httpIdleTimeoutMs": v})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            )
+            .http_idle_timeout()
+        };
+        assert_eq!(
+            Settings::default().http_idle_timeout(),
+            Duration::from_secs(300)
+        );
+        assert_eq!(of(json!(1500)), Duration::from_millis(1500));
+        assert_eq!(of(json!(1500.9)), Duration::from_millis(1500));
+        assert_eq!(of(json!(" 2500 ")), Duration::from_millis(2500));
+        assert_eq!(of(json!("Disabled")), Duration::ZERO);
+        assert_eq!(of(json!(0)), Duration::ZERO);
+        assert_eq!(of(json!(-1)), Duration::from_secs(300));
+        assert_eq!(of(json!("soon")), Duration::from_secs(300));
+    }
+
+    #[test]
+    fn setters_rewrite_only_their_keys_of_the_current_file() {
+        let agent = tempfile::tempdir().unwrap();
+        let path = agent.path().join("settings.json");
+        std::fs::write(
+            &path,
+            r#"{"theme":"light","compaction":{"reserveTokens":5,"enabled":true},"zeta":[1,2]}"#,
+        )
+        .unwrap();
+        let mut s = Settings::load(agent.path(), agent.path());
+        // Someone edits the file meanwhile: the edit survives, as in pi.
+        std::fs::write(
+            &path,
+            r#"{"theme":"light","compaction":{"reserveTokens":6,"enabled":true},"zeta":[1,2],"added":1}"#,
+        )
+        .unwrap();
+        s.set_global("compaction.enabled", json!(false)).unwrap();
+        s.set_global("steeringMode", json!("all")).unwrap();
+        assert!(!s.compaction_enabled());
+        assert_eq!(s.steering_mode(), QueueMode::All);
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            written,
+            serde_json::to_string_pretty(&json!({
+                "theme": "light",
+                "compaction": {"reserveTokens": 6, "enabled": false},
+                "zeta": [1, 2],
+                "added": 1,
+                "steeringMode": "all"
+            }))
+            .unwrap()
+        );
+        assert!(!agent.path().join("settings.json.lock").exists());
+        assert_eq!(
+            std::fs::read_dir(agent.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
+
+    #[test]
+    fn a_missing_file_is_created_and_a_broken_one_never_written() {
+        let agent = tempfile::tempdir().unwrap();
+        let nested = agent.path().join("new/agent");
+        let mut s = Settings::load(&nested, agent.path());
+        s.set_global_all(&[
+            ("defaultProvider", json!("p")),
+            ("defaultModel", json!("m")),
+        ])
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(nested.join("settings.json")).unwrap(),
+            "{\n  \"defaultProvider\": \"p\",\n  \"defaultModel\": \"m\"\n}"
+        );
+
+        let path = agent.path().join("settings.json");
+        std::fs::write(&path, "{broken").unwrap();
+        let mut s = Settings::load(agent.path(), &nested);
+        s.set_global("steeringMode", json!("all")).unwrap();
+        assert_eq!(s.steering_mode(), QueueMode::All, "changed in memory");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{broken");
+
+        // A file broken after start-up is not overwritten either.
+        std::fs::write(&path, "{}").unwrap();
+        let mut s = Settings::load(agent.path(), &nested);
+        std::fs::write(&path, "[1").unwrap();
+        assert!(s.set_global("steeringMode", json!("all")).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[1");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writes_keep_permissions_and_go_through_links() {
+        use std::os::unix::fs::PermissionsExt;
+        let agent = tempfile::tempdir().unwrap();
+        let real = agent.path().join("dotfiles.json");
+        std::fs::write(&real, r#"{"a":1}"#).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::symlink(&real, agent.path().join("settings.json")).unwrap();
+        let mut s = Settings::load(agent.path(), agent.path());
+        s.set_global("retry.enabled", json!(false)).unwrap();
+        let link = std::fs::symlink_metadata(agent.path().join("settings.json")).unwrap();
+        assert!(link.file_type().is_symlink(), "the link stays a link");
+        let meta = std::fs::metadata(&real).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            serde_json::from_str::<Value>(&std::fs::read_to_string(&real).unwrap()).unwrap(),
+            json!({"a": 1, "retry": {"enabled": false}})
+        );
+    }
+
+    #[test]
+    fn a_stale_lock_is_taken_over_and_a_live_one_waited_for() {
+        let agent = tempfile::tempdir().unwrap();
+        let path = agent.path().join("settings.json");
+        let lock = agent.path().join("settings.json.lock");
+        std::fs::create_dir(&lock).unwrap();
+        let mut s = Settings::load(agent.path(), agent.path());
+        let err = s.set_global("a", json!(1)).unwrap_err();
+        assert!(err.contains("held by another process"), "{err}");
+        assert!(!path.exists());
+        let old = std::time::SystemTime::now() - Duration::from_secs(60);
+        std::fs::File::open(&lock)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        s.set_global("a", json!(1)).unwrap();
+        assert!(path.exists());
+        assert!(!lock.exists());
     }
 }

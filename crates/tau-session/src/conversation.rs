@@ -140,6 +140,9 @@ pub(crate) struct Host {
     pub ended: Arc<std::sync::atomic::AtomicBool>,
     /// The loaded extensions, told of the run's events before the RPC client is.
     pub extensions: Option<Arc<tau_extensions::Extensions>>,
+    /// `images.blockImages`: images are replaced by a placeholder text before the model
+    /// sees the context.
+    pub block_images: bool,
     /// The extension `turn_start`/`turn_end` payloads carry the turn's index within the run.
     pub turn_index: std::sync::atomic::AtomicU64,
     /// The run's abort token: extension calls under way when it fires are cut off.
@@ -221,6 +224,15 @@ impl Host {
                 std::ops::ControlFlow::Continue(())
             })
             .await;
+    }
+
+    /// The converted context as it is sent: without images when settings block them.
+    fn for_model(&self, messages: Vec<Message>) -> Vec<Message> {
+        if self.block_images {
+            tau_agent::block_images(messages)
+        } else {
+            messages
+        }
     }
 
     /// Takes the queued messages due now; they stay in the reported queue until delivered
@@ -312,7 +324,7 @@ impl RunHost for Host {
             let messages = self.conversation.lock().messages.clone();
             let replaced =
                 crate::extension_hooks::context(extensions, &messages, &self.cancel).await?;
-            Some(convert_to_llm(&replaced))
+            Some(self.for_model(convert_to_llm(&replaced)))
         })
     }
 
@@ -364,7 +376,8 @@ impl RunHost for Host {
     }
 
     fn llm_context(&self) -> Vec<Message> {
-        convert_to_llm(&self.conversation.lock().messages)
+        let messages = convert_to_llm(&self.conversation.lock().messages);
+        self.for_model(messages)
     }
 
     fn take_steering(&self) -> Vec<AgentMessage> {

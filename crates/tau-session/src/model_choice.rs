@@ -136,6 +136,11 @@ impl ModelChoice {
         }
     }
 
+    /// The settings' level changed (a level set over RPC is saved as the default, as in pi).
+    pub fn set_default_level(&mut self, level: ThinkingLevel) {
+        self.default_level = level;
+    }
+
     /// Sets the level, clamped to the model; the effective level when it changed.
     pub fn set_thinking_level(&mut self, requested: ThinkingLevel) -> Option<ThinkingLevel> {
         let effective = clamp_thinking_level(requested, &self.available_thinking_levels());

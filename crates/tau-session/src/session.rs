@@ -437,20 +437,61 @@ impl AgentSession {
         &self.host_tools
     }
 
+    /// Also saved as `steeringMode` in the global settings, as pi does.
     pub fn set_steering_mode(&mut self, mode: QueueMode) {
         self.conversation.lock().steering_mode = mode;
+        self.save_setting("steeringMode", serde_json::json!(mode));
     }
+    /// Also saved as `followUpMode` in the global settings, as pi does.
     pub fn set_follow_up_mode(&mut self, mode: QueueMode) {
         self.conversation.lock().follow_up_mode = mode;
+        self.save_setting("followUpMode", serde_json::json!(mode));
     }
+    /// Also saved as `interruptMode` in the global settings, as xcsh does.
     pub fn set_interrupt_mode(&mut self, mode: InterruptMode) {
         self.conversation.lock().interrupt_mode = mode;
+        self.save_setting("interruptMode", serde_json::json!(mode));
     }
+    /// Also saved as `compaction.enabled` in the global settings, as pi does.
     pub fn set_auto_compaction(&mut self, enabled: bool) {
         self.auto_compaction = enabled;
+        self.save_setting("compaction.enabled", serde_json::json!(enabled));
     }
+    /// Also saved as `retry.enabled` in the global settings, as pi does.
     pub fn set_auto_retry(&mut self, enabled: bool) {
         self.auto_retry = enabled;
+        self.save_setting("retry.enabled", serde_json::json!(enabled));
+    }
+
+    /// Writes a changed setting to the global settings file (pi's setters). A file that
+    /// cannot be written does not fail the command; the change holds for this process.
+    fn save_setting(&mut self, key: &str, value: serde_json::Value) {
+        self.save_settings(&[(key, value)]);
+    }
+
+    fn save_settings(&mut self, changes: &[(&str, serde_json::Value)]) {
+        if let Err(err) = self.settings.set_global_all(changes) {
+            tracing::warn!("settings not saved: {err}");
+        }
+    }
+
+    /// The request options settings decide: thinking budgets, the idle and request
+    /// timeouts, provider-level retries.
+    fn provider_options(&self) -> StreamOptions {
+        let settings = &self.settings;
+        StreamOptions {
+            thinking_budgets: tau_ai::provider::ThinkingBudgets {
+                minimal: settings.thinking_budget("minimal"),
+                low: settings.thinking_budget("low"),
+                medium: settings.thinking_budget("medium"),
+                high: settings.thinking_budget("high"),
+            },
+            idle_timeout: settings.http_idle_timeout(),
+            request_timeout: settings.provider_timeout(),
+            max_retries: settings.provider_max_retries(),
+            max_retry_delay: settings.provider_max_retry_delay(),
+            ..StreamOptions::default()
+        }
     }
 
     /// Sets the display name (trimmed) and announces it with `session_info_changed`.
@@ -550,7 +591,7 @@ impl AgentSession {
     }
 
     /// Switches to `provider/id` (only models with credentials count) and re-applies the
-    /// thinking level. Session-local: settings are not rewritten (decision 12).
+    /// thinking level. The model becomes the settings' default, as in pi.
     pub async fn set_model(&mut self, provider: &str, id: &str) -> Result<Model, SessionError> {
         let before = self.choice_now();
         let changed = self.models.set_model(provider, id)?;
@@ -634,15 +675,26 @@ impl AgentSession {
         }
     }
 
-    /// Writes a model or level change to the session file, and announces a new level.
+    /// Writes a model or level change to the session file and the settings (pi's
+    /// `defaultProvider`/`defaultModel`, and `defaultThinkingLevel` unless it is `off` on a
+    /// model without reasoning), and announces a new level.
     async fn record(&mut self, changed: crate::model_choice::Changed) {
         if let Some(model) = &changed.model {
             self.conversation
                 .persist(|store| store.append_model_change(&model.provider, &model.id));
+            self.save_settings(&[
+                ("defaultProvider", serde_json::json!(model.provider)),
+                ("defaultModel", serde_json::json!(model.id)),
+            ]);
         }
         if let Some(level) = changed.thinking_level {
             self.conversation
                 .persist(|store| store.append_thinking_level_change(level.as_str()));
+            let reasons = self.models.model().is_some_and(|m| m.reasoning);
+            if reasons || level != ThinkingLevel::Off {
+                self.save_setting("defaultThinkingLevel", serde_json::json!(level));
+                self.models.set_default_level(level);
+            }
             self.events
                 .emit(SessionEvent::ThinkingLevelChanged { level })
                 .await;
@@ -817,7 +869,7 @@ impl AgentSession {
                             extensions: Arc::clone(extensions),
                         }) as Arc<dyn tau_ai::provider::RequestHooks>
                     }),
-                ..StreamOptions::default()
+                ..self.provider_options()
             },
         };
         let summarizer = self.summarizer().ok();
@@ -832,6 +884,7 @@ impl AgentSession {
                 retry,
                 summarizer,
                 extensions: self.extensions.clone(),
+                block_images: self.settings.block_images(),
             },
         );
     }
@@ -886,6 +939,9 @@ impl AgentSession {
     /// read from disk again.
     pub fn reload_resources(&mut self) {
         self.settings = Settings::load(&self.config.agent_dir, &self.config.cwd);
+        for warning in self.settings.warnings() {
+            tracing::warn!("{warning}");
+        }
         {
             let mut state = self.conversation.lock();
             state.steering_mode = self.settings.steering_mode();

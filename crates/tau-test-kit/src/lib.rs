@@ -173,15 +173,13 @@ impl TauBuilder {
     }
 
     /// Starts tau. Panics if the directories or the process cannot be created.
-    pub fn spawn(self) -> Tau {
-        let Dirs {
-            agent_dir,
-            home,
-            cwd,
-        } = self.dirs.unwrap_or_default();
+    /// Writes the fixture files and builds the command, with a clean environment: provider
+    /// keys or settings of the machine running the tests must not change what tau does.
+    fn prepare(&self) -> (Command, Dirs) {
+        let dirs = self.dirs.clone().unwrap_or_default();
         for (root, files) in [
-            (agent_dir.path(), &self.agent_files),
-            (cwd.path(), &self.cwd_files),
+            (dirs.agent_dir(), &self.agent_files),
+            (dirs.cwd(), &self.cwd_files),
         ] {
             for (relative, contents) in files {
                 let path = root.join(relative);
@@ -192,21 +190,55 @@ impl TauBuilder {
             }
         }
         let mut command = Command::new(&self.bin);
-        // A clean environment: provider keys or settings of the machine running the tests
-        // must not change what tau does.
         command
             .args(&self.args)
-            .current_dir(cwd.path())
+            .current_dir(dirs.cwd())
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", home.path())
-            .env("TAU_AGENT_DIR", agent_dir.path())
+            .env("HOME", dirs.home())
+            .env("TAU_AGENT_DIR", dirs.agent_dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (key, value) in &self.env {
             command.env(key, value);
         }
+        (command, dirs)
+    }
+
+    /// Starts tau without reading its stdout as protocol records (the one-shot modes):
+    /// the caller owns the child and its pipes.
+    pub fn spawn_raw(self) -> (std::process::Child, Dirs) {
+        let (mut command, dirs) = self.prepare();
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", self.bin.display()));
+        (child, dirs)
+    }
+
+    /// Runs tau to the end with `stdin` as its input (closed after it), and returns its exit
+    /// status, stdout and stderr, and its directories.
+    pub fn run(self, stdin: &[u8]) -> (ExitStatus, Vec<u8>, String, Dirs) {
+        let (mut child, dirs) = self.spawn_raw();
+        if let Some(mut input) = child.stdin.take() {
+            let _ = input.write_all(stdin);
+        }
+        let output = child.wait_with_output().expect("wait for tau");
+        (
+            output.status,
+            output.stdout,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+            dirs,
+        )
+    }
+
+    pub fn spawn(self) -> Tau {
+        let (mut command, dirs) = self.prepare();
+        let Dirs {
+            agent_dir,
+            home,
+            cwd,
+        } = dirs;
         let mut child = command
             .spawn()
             .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", self.bin.display()));

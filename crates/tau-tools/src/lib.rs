@@ -3,6 +3,7 @@
 //! behaves the same; their descriptions are tau's own words.
 
 pub mod atomic;
+pub mod attach;
 pub mod bash;
 mod call;
 pub mod edit;

@@ -279,7 +279,7 @@ fn to_usize(x: f64) -> usize {
 
 /// The image types providers accept, recognised by signature as pi 0.79 does (`utils/mime`):
 /// JPEG (not JPEG-LS), PNG with a proper IHDR that is not animated, GIF and WebP.
-fn sniff_image_mime(head: &[u8]) -> Option<&'static str> {
+pub(crate) fn sniff_image_mime(head: &[u8]) -> Option<&'static str> {
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
     if head.starts_with(&[0xff, 0xd8, 0xff]) {
         return (head.get(3) != Some(&0xf7)).then_some("image/jpeg");

@@ -13,9 +13,9 @@ use tau_ai::ThinkingLevel;
 pub enum Mode {
     /// JSON commands on stdin, responses and events on stdout.
     Rpc,
-    /// Print the final answer (not available yet).
+    /// Run the messages, then print the final answer (as `-p`).
     Text,
-    /// Print every event as JSON (not available yet).
+    /// Run the messages, printing every event as one JSON line.
     Json,
 }
 
@@ -44,9 +44,12 @@ pub enum MessageUpdates {
     disable_help_subcommand = true
 )]
 pub struct Cli {
-    /// Output mode; only `rpc` is available so far.
+    /// Output mode: `rpc` (the protocol on stdin/stdout), `text` (as `-p`) or `json`.
     #[arg(long, value_enum, value_name = "MODE")]
     pub mode: Option<Mode>,
+    /// Run the messages, print the final answer and exit.
+    #[arg(long, short = 'p')]
+    pub print: bool,
     /// Shape of `message_update` records: `full` (pi 0.79, default) or `lean` (pi 1.x).
     #[arg(long, value_enum, value_name = "SHAPE", default_value_t = MessageUpdates::Full)]
     pub message_updates: MessageUpdates,
@@ -152,7 +155,7 @@ pub struct Cli {
     #[arg(long)]
     pub verbose: bool,
 
-    /// Messages to send (ignored in RPC mode, where stdin carries the protocol).
+    /// Messages to send, in order (`@path` attaches a file); one-shot modes only.
     #[arg(value_name = "MESSAGE")]
     pub messages: Vec<String>,
 }
@@ -162,13 +165,42 @@ pub struct Cli {
 pub enum Invocation {
     /// Print this text on stdout and exit 0 (`--help`, `--version`).
     Print(String),
-    /// Run RPC mode.
-    Rpc(Box<RpcOptions>),
+    /// Run the agent in one of its modes.
+    Run(Box<RunOptions>),
 }
 
-/// Checked options for RPC mode.
+/// How the agent is driven (pi's app modes without the terminal UI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    /// JSON commands on stdin, responses and events on stdout.
+    Rpc,
+    /// The messages run in order; the last answer's text is printed (`-p`).
+    Text,
+    /// The messages run in order; every event is printed as a JSON line.
+    Json,
+}
+
+/// Whether stdin and stdout are terminals, which decides the mode when none is named.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Terminal {
+    pub stdin: bool,
+    pub stdout: bool,
+}
+
+impl Terminal {
+    pub fn detect() -> Self {
+        use std::io::IsTerminal;
+        Self {
+            stdin: std::io::stdin().is_terminal(),
+            stdout: std::io::stdout().is_terminal(),
+        }
+    }
+}
+
+/// Checked options.
 #[derive(Debug)]
-pub struct RpcOptions {
+pub struct RunOptions {
+    pub mode: RunMode,
     pub cli: Cli,
     /// `--thinking` (a `:level` suffix of `--model` is applied when the model resolves).
     pub thinking: Option<ThinkingLevel>,
@@ -257,6 +289,14 @@ const DASH_ALIASES: [(&str, &str); 8] = [
 /// Parses and checks the arguments (without the program name). The error is the text
 /// after `Error: `.
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, String> {
+    parse_in(args, Terminal::detect())
+}
+
+/// [`parse`] with the terminal state given.
+pub fn parse_in(
+    args: impl IntoIterator<Item = OsString>,
+    terminal: Terminal,
+) -> Result<Invocation, String> {
     let args: Vec<OsString> = args.into_iter().collect();
     // `tau schema` alone: the protocol's JSON Schema. (Any other bare word is a message, as in
     // pi, and messages need a one-shot mode.)
@@ -289,30 +329,27 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Str
         }
         Err(err) => return clap_error(err),
     };
-    match cli.mode {
-        Some(Mode::Rpc) => {}
-        Some(mode) => {
-            let name = match mode {
-                Mode::Text => "text",
-                _ => "json",
-            };
-            return Err(format!(
-                "--mode {name} is not available yet; tau runs in RPC mode: tau --mode rpc"
-            ));
-        }
-        None => {
+    // pi's choice: a named mode, else `-p` or anything not a terminal means print mode; the
+    // terminal UI pi would start otherwise is not part of tau.
+    let mode = match (cli.mode, cli.print) {
+        (Some(Mode::Rpc), _) => RunMode::Rpc,
+        (Some(Mode::Json), _) => RunMode::Json,
+        (Some(Mode::Text), _) | (None, true) => RunMode::Text,
+        (None, false) if !terminal.stdin || !terminal.stdout => RunMode::Text,
+        (None, false) => {
             return Err(
-                "tau runs in RPC mode: tau --mode rpc [options] (see tau --help)".to_string(),
+                "tau has no interactive mode: run `tau -p \"message\"` for one answer, \
+                 `tau --mode json \"message\"` for its events, or `tau --mode rpc` to drive it \
+                 over JSONL (see tau --help)"
+                    .to_string(),
             );
         }
-    }
-    if cli.messages.iter().any(|m| m.starts_with('@')) {
+    };
+    if mode == RunMode::Rpc && cli.messages.iter().any(|m| m.starts_with('@')) {
         return Err("@file arguments are not supported in RPC mode".to_string());
     }
     if cli.resume {
-        return Err(
-            "--resume needs an interactive terminal and is not available in RPC mode".to_string(),
-        );
+        return Err("--resume needs an interactive terminal, which tau does not have".to_string());
     }
     let name = match cli.name.as_deref().map(str::trim) {
         Some("") => return Err("--name requires a non-empty value".to_string()),
@@ -342,7 +379,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Str
             "Invalid --session-id '{id}': use letters, digits, '.', '_' and '-', starting and ending with a letter or digit"
         ));
     }
-    Ok(Invocation::Rpc(Box::new(RpcOptions {
+    Ok(Invocation::Run(Box::new(RunOptions {
+        mode,
         cli,
         thinking,
         name,
@@ -389,9 +427,9 @@ mod tests {
         parse(args.iter().map(OsString::from))
     }
 
-    fn rpc(args: &[&str]) -> RpcOptions {
+    fn rpc(args: &[&str]) -> RunOptions {
         match run(args) {
-            Ok(Invocation::Rpc(opts)) => *opts,
+            Ok(Invocation::Run(opts)) => *opts,
             other => panic!("{args:?}: {other:?}"),
         }
     }
@@ -465,6 +503,33 @@ mod tests {
         let o = rpc(&["--mode", "rpc", "-nt", "-xt", "bash,edit", "-nc"]);
         assert!(o.cli.no_tools && o.cli.no_context_files);
         assert_eq!(o.cli.exclude_tools, vec!["bash", "edit"]);
+    }
+
+    #[test]
+    fn the_mode_follows_pi() {
+        let mode = |args: &[&str], stdin: bool, stdout: bool| match parse_in(
+            args.iter().map(OsString::from),
+            Terminal { stdin, stdout },
+        ) {
+            Ok(Invocation::Run(o)) => Ok(o.mode),
+            Ok(Invocation::Print(_)) => Err("printed".to_string()),
+            Err(e) => Err(e),
+        };
+        assert_eq!(mode(&["--mode", "rpc"], true, true), Ok(RunMode::Rpc));
+        assert_eq!(
+            mode(&["--mode", "json", "hi"], true, true),
+            Ok(RunMode::Json)
+        );
+        assert_eq!(mode(&["-p", "hi"], true, true), Ok(RunMode::Text));
+        assert_eq!(
+            mode(&["--mode", "text", "hi"], true, true),
+            Ok(RunMode::Text)
+        );
+        // Piped in or out: print mode, as pi decides.
+        assert_eq!(mode(&["hi"], false, true), Ok(RunMode::Text));
+        assert_eq!(mode(&["hi"], true, false), Ok(RunMode::Text));
+        assert!(mode(&["hi"], true, true).is_err_and(|e| e.contains("no interactive mode")));
+        assert_eq!(mode(&["-p", "@notes.md"], true, true), Ok(RunMode::Text));
     }
 
     #[test]

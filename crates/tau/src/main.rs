@@ -2,6 +2,7 @@
 //! RPC mode ([`tau_rpc::serve`]).
 
 mod cli;
+mod oneshot;
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -14,7 +15,7 @@ use tau_session::{
     startup_store,
 };
 
-use crate::cli::{Invocation, RpcOptions};
+use crate::cli::{Invocation, RunMode, RunOptions};
 
 /// mimalloc instead of glibc's allocator (built without transparent huge pages, which cost
 /// 8 MB of RSS at startup): opening a long session allocates every string of
@@ -36,10 +37,10 @@ fn main() -> ExitCode {
             let _ = out.flush();
             return ExitCode::SUCCESS;
         }
-        Invocation::Rpc(options) => options,
+        Invocation::Run(options) => options,
     };
     init_logging(options.cli.verbose);
-    match run_rpc(*options) {
+    match run(*options) {
         Ok(code) => ExitCode::from(code),
         Err(err) => fail(&format!("{err:#}")),
     }
@@ -72,7 +73,7 @@ fn init_logging(verbose: bool) {
         .init();
 }
 
-fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
+fn run(options: RunOptions) -> anyhow::Result<u8> {
     let agent_dir = paths::agent_dir().ok_or_else(|| {
         anyhow::anyhow!("cannot locate the agent directory: set TAU_AGENT_DIR or HOME")
     })?;
@@ -113,6 +114,9 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         },
     };
     let settings = Settings::load(&agent_dir, &cwd);
+    for warning in settings.warnings() {
+        warn(warning);
+    }
     let mut registry = Registry::from_process_env(&agent_dir);
     // The CLI has already refused combinations of these.
     let cli = &options.cli;
@@ -127,8 +131,35 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
     } else {
         SessionChoice::New
     };
+    // One-shot modes read their input before anything starts, as pi does: piped stdin
+    // whole, then the `@file` arguments (a missing file is fatal).
+    let prompts = match options.mode {
+        RunMode::Rpc => Vec::new(),
+        RunMode::Text | RunMode::Json => {
+            let piped = oneshot::read_piped_stdin();
+            let files: Vec<String> = options
+                .cli
+                .messages
+                .iter()
+                .filter_map(|m| m.strip_prefix('@').map(str::to_string))
+                .collect();
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let attached = tau_tools::attach::attach_files(
+                &files,
+                &cwd,
+                home.as_deref(),
+                settings.get("images.autoResize").unwrap_or(true),
+            )
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            oneshot::prompts(&options.cli.messages, piped, attached)
+        }
+    };
     let store =
         startup_store(&config, &settings, &choice).map_err(|message| anyhow::anyhow!(message))?;
+    let header = match &store {
+        tau_session::StartupStore::Ready(store) => serde_json::to_value(store.header()).ok(),
+        tau_session::StartupStore::Opening(open) => serde_json::to_value(open.header()).ok(),
+    };
 
     let protocol_out = take_over_stdout()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -145,7 +176,12 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
         cli::MessageUpdates::Full => tau_rpc::UpdateShape::Full,
         cli::MessageUpdates::Lean => tau_rpc::UpdateShape::Lean,
     };
-    let extensions = runtime.block_on(load_extensions(&options.cli, &config, &settings))?;
+    let extensions = runtime.block_on(load_extensions(
+        &options.cli,
+        options.mode,
+        &config,
+        &settings,
+    ))?;
     let flag_values = claim_flags(
         &options.extension_flags,
         extensions.as_ref().map(|e| e.set.as_ref()),
@@ -166,15 +202,58 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
     for warning in &startup.warnings {
         tracing::warn!("{warning}");
     }
-    let reason = runtime.block_on(tau_rpc::serve(
-        io::stdin(),
-        protocol_out,
-        env!("CARGO_PKG_VERSION"),
-        shape,
-        |sink| AgentSession::new(config, settings, registry, startup, store, sink),
-        extensions,
-        signals.first(),
-    ));
+    let has_model = startup.model.is_some();
+    let make_session = |sink| AgentSession::new(config, settings, registry, startup, store, sink);
+    let version = env!("CARGO_PKG_VERSION");
+    let (reason, decided) = match options.mode {
+        RunMode::Rpc => {
+            let serving = tau_rpc::serve(
+                io::stdin(),
+                protocol_out,
+                version,
+                shape,
+                make_session,
+                extensions,
+                signals.first(),
+            );
+            (runtime.block_on(serving), 0)
+        }
+        RunMode::Text | RunMode::Json => {
+            if !has_model {
+                anyhow::bail!(
+                    "No models available. Set a provider's API key in the environment (for \
+                     example ANTHROPIC_API_KEY or OPENAI_API_KEY), store one in auth.json, or \
+                     add a model to models.json in the agent directory."
+                );
+            }
+            let driver = oneshot::Driver {
+                output: match options.mode {
+                    RunMode::Json => oneshot::Output::Json,
+                    _ => oneshot::Output::Text,
+                },
+                prompts,
+                header,
+                progress: io::IsTerminal::is_terminal(&io::stderr()),
+            };
+            let (commands_in, commands_out) = io::pipe()?;
+            let (records_in, records_out) = io::pipe()?;
+            let driving = std::thread::Builder::new()
+                .name("tau-oneshot".into())
+                .spawn(move || driver.drive(records_in, commands_out, protocol_out))?;
+            // The one-shot modes print pi's full event shape.
+            let serving = tau_rpc::serve(
+                commands_in,
+                records_out,
+                version,
+                tau_rpc::UpdateShape::Full,
+                make_session,
+                extensions,
+                signals.first(),
+            );
+            let reason = runtime.block_on(serving);
+            (reason, driving.join().unwrap_or(1))
+        }
+    };
     if matches!(reason, ExitReason::Signal(_)) {
         // The aborted run already killed its shells; this catches any that were still
         // starting, since the process exits without running their destructors.
@@ -183,7 +262,7 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
     // The stdin reader thread may still be blocked in read(); do not wait for it.
     runtime.shutdown_background();
     Ok(match reason {
-        ExitReason::InputClosed => 0,
+        ExitReason::InputClosed => decided,
         ExitReason::OutputFailed => 1,
         ExitReason::Signal(code) => u8::try_from(code).unwrap_or(1),
     })
@@ -193,6 +272,7 @@ fn run_rpc(options: RpcOptions) -> anyhow::Result<u8> {
 /// auto directories). Any failure is fatal before `ready`, as in pi (ext §1.6).
 async fn load_extensions(
     cli: &cli::Cli,
+    mode: RunMode,
     config: &SessionConfig,
     settings: &Settings,
 ) -> anyhow::Result<Option<tau_rpc::LoadedExtensions>> {
@@ -213,12 +293,16 @@ async fn load_extensions(
         (false, false) => None,
     };
     let untrusted = discover(flagged.unwrap_or(false))?;
+    // Listed but not installed: tau never installs packages (decision T72).
+    for warning in tau_extensions::discovery::package_warnings(&sources(flagged.unwrap_or(false))) {
+        warn(&warning);
+    }
     let project_has_extensions = flagged.is_none() && discover(true)?.len() > untrusted.len();
     if !project_has_extensions {
-        return start_extensions(&untrusted, config, settings).await;
+        return start_extensions(&untrusted, mode, config, settings).await;
     }
     // The pre-pass: the command line's and the user's extensions are asked first.
-    let prepass = start_extensions(&untrusted, config, settings).await?;
+    let prepass = start_extensions(&untrusted, mode, config, settings).await?;
     let asked = match &prepass {
         Some(loaded) => ask_project_trust(&loaded.set, &config.cwd).await,
         None => None,
@@ -251,7 +335,7 @@ async fn load_extensions(
     if let Some(loaded) = &prepass {
         loaded.set.shutdown();
     }
-    start_extensions(&discover(true)?, config, settings).await
+    start_extensions(&discover(true)?, mode, config, settings).await
 }
 
 /// `project_trust` to the loaded extensions: the first `yes` or `no` decides, with whether to
@@ -282,6 +366,7 @@ async fn ask_project_trust(
 /// Starts `entries` (nothing to start is `None`). Any failure is fatal before `ready`.
 async fn start_extensions(
     entries: &[tau_extensions::Entry],
+    mode: RunMode,
     config: &SessionConfig,
     settings: &Settings,
 ) -> anyhow::Result<Option<tau_rpc::LoadedExtensions>> {
@@ -299,8 +384,14 @@ async fn start_extensions(
     let load = tau_extensions::LoadConfig {
         cwd: config.cwd.clone(),
         agent_dir: config.agent_dir.clone(),
-        mode: "rpc".into(),
-        has_ui: true,
+        // pi's `ctx.mode`; only RPC mode has someone to answer dialogs.
+        mode: match mode {
+            RunMode::Rpc => "rpc",
+            RunMode::Text => "print",
+            RunMode::Json => "json",
+        }
+        .into(),
+        has_ui: mode == RunMode::Rpc,
         tau_version: env!("CARGO_PKG_VERSION").into(),
         node: std::env::var_os("TAU_NODE").map_or_else(|| "node".into(), Into::into),
         node_host: tau_extensions::find_node_host(),

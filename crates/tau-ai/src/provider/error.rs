@@ -18,7 +18,7 @@ pub enum ProviderError {
     #[error("{0}")]
     Network(String),
     /// No data arrived for longer than the idle timeout.
-    #[error("Request timed out: no data received for {} seconds", .0.as_secs())]
+    #[error("Request timed out: no data received for {} seconds", seconds(.0))]
     Idle(Duration),
     /// The stream was well-formed HTTP but not a valid reply (or the API reported an error).
     #[error("{0}")]
@@ -29,6 +29,15 @@ pub enum ProviderError {
     /// The caller cancelled.
     #[error("Request was aborted")]
     Aborted,
+}
+
+/// Whole seconds as an integer, anything finer as a decimal (`0.5`).
+fn seconds(duration: &Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        duration.as_secs().to_string()
+    } else {
+        format!("{}", duration.as_secs_f64())
+    }
 }
 
 impl ProviderError {

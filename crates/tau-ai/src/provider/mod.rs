@@ -105,8 +105,20 @@ pub struct StreamOptions {
     pub headers: Vec<(String, String)>,
     /// Cancelling ends the stream with `stopReason:"aborted"`.
     pub cancel: CancellationToken,
-    /// A stream that sends nothing for this long fails instead of hanging.
+    /// A response that sends nothing (headers or body) for this long fails instead of
+    /// hanging (`httpIdleTimeoutMs`); `Duration::ZERO` disables it.
     pub idle_timeout: Duration,
+    /// How long the server may take to answer with its headers (`retry.provider.timeoutMs`,
+    /// pi's SDK request timeout); `None` means the idle timeout.
+    pub request_timeout: Option<Duration>,
+    /// Retries of a request that failed before its reply started streaming: a connection
+    /// error, a timeout, or status 408, 409, 429 or 5xx (`retry.provider.maxRetries`, what
+    /// pi's provider SDKs do; 0 by default).
+    pub max_retries: u32,
+    /// A server asking to wait longer than this before a retry ends the provider-level retries
+    /// at once with its error (`retry.provider.maxRetryDelayMs`); `Duration::ZERO` removes the
+    /// cap.
+    pub max_retry_delay: Duration,
     /// Fill `partial` in every event with the message so far (pi 0.79's stream shape). Costs a
     /// clone of the message per event; consumers that keep their own snapshot leave it off.
     pub include_partial: bool,
@@ -122,6 +134,8 @@ impl std::fmt::Debug for StreamOptions {
             .field("max_tokens", &self.max_tokens)
             .field("reasoning", &self.reasoning)
             .field("idle_timeout", &self.idle_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_retries", &self.max_retries)
             .field("include_partial", &self.include_partial)
             .finish_non_exhaustive()
     }
@@ -140,6 +154,9 @@ impl Default for StreamOptions {
             headers: Vec::new(),
             cancel: CancellationToken::new(),
             idle_timeout: Duration::from_secs(300),
+            request_timeout: None,
+            max_retries: 0,
+            max_retry_delay: Duration::from_secs(60),
             include_partial: false,
             hooks: None,
         }
@@ -453,13 +470,173 @@ async fn guarded<T>(
     future: impl std::future::Future<Output = T>,
     options: &StreamOptions,
 ) -> Result<T, ProviderError> {
+    within(future, options, options.idle_timeout).await
+}
+
+/// Waits for `future`, failing on cancellation or after `limit` (never when it is zero).
+async fn within<T>(
+    future: impl std::future::Future<Output = T>,
+    options: &StreamOptions,
+    limit: Duration,
+) -> Result<T, ProviderError> {
+    if limit.is_zero() {
+        return tokio::select! {
+            biased;
+            () = options.cancel.cancelled() => Err(ProviderError::Aborted),
+            result = future => Ok(result),
+        };
+    }
     tokio::select! {
         biased;
         () = options.cancel.cancelled() => Err(ProviderError::Aborted),
-        result = tokio::time::timeout(options.idle_timeout, future) => {
-            result.map_err(|_| ProviderError::Idle(options.idle_timeout))
+        result = tokio::time::timeout(limit, future) => {
+            result.map_err(|_| ProviderError::Idle(limit))
         }
     }
+}
+
+/// How long the server may take to send its headers: the request timeout, and the idle
+/// timeout too (pi's SDK timeout and undici's `headersTimeout` both run); zero is no limit.
+fn headers_limit(options: &StreamOptions) -> Duration {
+    let idle = options.idle_timeout;
+    match options.request_timeout.filter(|t| !t.is_zero()) {
+        Some(request) if idle.is_zero() => request,
+        Some(request) => request.min(idle),
+        None => idle,
+    }
+}
+
+/// The wait before provider-level retry number `attempt` (0-based) when the server named
+/// none: the SDKs' 0.5 s doubling up to 8 s, less up to a quarter of jitter.
+fn backoff(attempt: u32) -> Duration {
+    let seconds = (0.5 * 2f64.powi(i32::try_from(attempt).unwrap_or(i32::MAX))).min(8.0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let jitter = 1.0 - f64::from(nanos % 1000) / 1000.0 * 0.25;
+    Duration::from_secs_f64(seconds * jitter)
+}
+
+/// A failed attempt at getting a streaming response.
+struct Failed {
+    error: ProviderError,
+    /// Whether the SDKs would try again: connection errors, timeouts, 408, 409, 429, 5xx,
+    /// or what an `x-should-retry` header says.
+    retryable: bool,
+}
+
+/// Sends the request and waits for a successful status, retrying as the provider SDKs do
+/// when `max_retries` allows (rpc §14 `retry.provider.*`).
+async fn send(
+    client: &reqwest::Client,
+    request: &HttpRequest,
+    body: bytes::Bytes,
+    options: &StreamOptions,
+) -> Result<reqwest::Response, ProviderError> {
+    let mut attempt = 0;
+    loop {
+        let failed = match send_once(client, request, body.clone(), options).await {
+            Ok(response) => return Ok(response),
+            Err(failed) => failed,
+        };
+        if !failed.retryable || attempt >= options.max_retries {
+            return Err(failed.error);
+        }
+        let asked = match &failed.error {
+            ProviderError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        };
+        let cap = options.max_retry_delay;
+        if let Some(wait) = asked
+            && !cap.is_zero()
+            && wait > cap
+        {
+            tracing::debug!("the server asks to wait {wait:?}, more than {cap:?}: not retried");
+            return Err(failed.error);
+        }
+        let delay = asked.unwrap_or_else(|| backoff(attempt));
+        attempt += 1;
+        tracing::debug!(
+            "provider request failed ({}); retry {attempt} of {} in {delay:?}",
+            failed.error,
+            options.max_retries
+        );
+        tokio::select! {
+            biased;
+            () = options.cancel.cancelled() => return Err(ProviderError::Aborted),
+            () = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+async fn send_once(
+    client: &reqwest::Client,
+    request: &HttpRequest,
+    body: bytes::Bytes,
+    options: &StreamOptions,
+) -> Result<reqwest::Response, Failed> {
+    let mut builder = client.post(&request.url).body(body);
+    for (name, value) in &request.headers {
+        builder = builder.header(name, value);
+    }
+    let response = match within(builder.send(), options, headers_limit(options)).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => {
+            return Err(Failed {
+                error: ProviderError::Network(format!("Connection error: {}", describe(&e))),
+                retryable: true,
+            });
+        }
+        Err(error) => {
+            let retryable = matches!(error, ProviderError::Idle(_));
+            return Err(Failed { error, retryable });
+        }
+    };
+    let status = response.status();
+    if let Some(hooks) = &options.hooks {
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_string(),
+                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        hooks.after_response(status.as_u16(), headers).await;
+    }
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = error::retry_after(response.headers());
+    let retryable = match response
+        .headers()
+        .get("x-should-retry")
+        .and_then(|v| v.to_str().ok())
+    {
+        Some("true") => true,
+        Some("false") => false,
+        _ => matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error(),
+    };
+    let body = match guarded(response.bytes(), options).await {
+        Ok(body) => body.unwrap_or_default(),
+        Err(error) => {
+            return Err(Failed {
+                error,
+                retryable: false,
+            });
+        }
+    };
+    Err(Failed {
+        error: ProviderError::from_http(
+            status.as_u16(),
+            &body,
+            request.whole_error_body,
+            retry_after,
+        ),
+        retryable,
+    })
 }
 
 /// Describes a reqwest error with its causes (reqwest's own text is terse).
@@ -476,12 +653,12 @@ fn describe(err: &reqwest::Error) -> String {
 
 async fn run(
     client: &reqwest::Client,
-    request: HttpRequest,
+    mut request: HttpRequest,
     mut adapter: Box<dyn Adapter>,
     emitter: &mut Emitter,
     options: &StreamOptions,
 ) -> Result<(), ProviderError> {
-    let mut body = request.body;
+    let mut body = std::mem::take(&mut request.body);
     if let Some(hooks) = &options.hooks {
         // Only with hooks: the body goes back to a value for them and out as text again.
         if let Ok(payload) = serde_json::from_slice::<Value>(&body) {
@@ -490,39 +667,7 @@ async fn run(
                 serde_json::to_vec(&payload).map_err(|e| ProviderError::Config(e.to_string()))?;
         }
     }
-    let mut builder = client.post(&request.url).body(body);
-    for (name, value) in &request.headers {
-        builder = builder.header(name, value);
-    }
-    let response = guarded(builder.send(), options)
-        .await?
-        .map_err(|e| ProviderError::Network(format!("Connection error: {}", describe(&e))))?;
-    let status = response.status();
-    if let Some(hooks) = &options.hooks {
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(name, value)| {
-                (
-                    name.as_str().to_string(),
-                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        hooks.after_response(status.as_u16(), headers).await;
-    }
-    if !status.is_success() {
-        let retry_after = error::retry_after(response.headers());
-        let body = guarded(response.bytes(), options)
-            .await?
-            .unwrap_or_default();
-        return Err(ProviderError::from_http(
-            status.as_u16(),
-            &body,
-            request.whole_error_body,
-            retry_after,
-        ));
-    }
+    let response = send(client, &request, bytes::Bytes::from(body), options).await?;
     let mut body = response.bytes_stream();
     let mut decoder = SseDecoder::new();
     let mut ops = Vec::new();

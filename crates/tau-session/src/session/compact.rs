@@ -222,7 +222,7 @@ impl AgentSession {
                 headers: config.headers,
                 reasoning: model.reasoning.then_some(self.models.thinking_level()),
                 session_id: Some(self.session_id()),
-                ..StreamOptions::default()
+                ..self.provider_options()
             },
             settings: self.compaction_settings(),
         })

@@ -35,6 +35,8 @@ pub(crate) struct RunServices {
     /// Compaction's summariser, when the model has credentials.
     pub summarizer: Option<compact::Summarizer>,
     pub extensions: Option<Arc<tau_extensions::Extensions>>,
+    /// `images.blockImages`: the model sees a placeholder text in place of every image.
+    pub block_images: bool,
 }
 
 /// The session's run task, if one is under way.
@@ -106,6 +108,7 @@ impl Runs {
             context_window: spec.model.context_window,
             ended: Arc::clone(&ended),
             extensions: services.extensions,
+            block_images: services.block_images,
             turn_index: std::sync::atomic::AtomicU64::new(0),
             cancel: cancel.clone(),
         };

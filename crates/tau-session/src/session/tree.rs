@@ -13,10 +13,6 @@ use crate::compaction::summary::{BRANCH_SUMMARY_LEAD, SummaryInput, branch_reque
 use crate::store::{EntryKind, SessionEntry, context_message};
 use crate::tokens::estimate_tokens;
 
-/// How much of a model's window the branch summary's request leaves for the prompt and the
-/// answer (pi's `branchSummary.reserveTokens` default).
-const BRANCH_RESERVE_TOKENS: u64 = 16_384;
-
 /// `navigateTree`'s options.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NavigateOptions {
@@ -158,7 +154,7 @@ impl AgentSession {
                 let budget = summarizer
                     .model
                     .context_window
-                    .saturating_sub(BRANCH_RESERVE_TOKENS);
+                    .saturating_sub(self.settings.branch_summary_reserve_tokens());
                 let (messages, file_ops) = branch_messages(&entries, budget);
                 let details = file_ops.details();
                 let mut input = SummaryInput::new(messages);

@@ -43,12 +43,13 @@ fn startup_errors_use_stderr_and_exit_1() {
 }
 
 #[test]
-fn rpc_mode_is_required() {
-    let (status, stdout, stderr) = run_once(bin(), &[], b"");
+fn without_a_mode_piped_tau_runs_print_mode_as_pi_does() {
+    // stdin is a pipe here, so this is print mode; with no model configured it stops there.
+    let (status, stdout, stderr) = run_once(bin(), &["hello"], b"");
     assert_eq!(status.code(), Some(1));
     assert!(stdout.is_empty());
     assert!(
-        stderr.starts_with("Error: ") && stderr.contains("--mode rpc"),
+        stderr.starts_with("Error: No models available."),
         "{stderr}"
     );
 }

@@ -17,11 +17,13 @@ mod extensions;
 mod framing;
 mod lifecycle;
 mod models;
+mod oneshot;
 mod pi_extensions;
 mod pi_parity;
 mod resources;
 mod retry;
 mod sessions;
+mod settings;
 mod state;
 
 use tau_test_kit::{Tau, TauBuilder};
