@@ -392,7 +392,10 @@ async fn execute_batch(
 ) -> (Vec<ToolResultMessage>, bool) {
     let mut outcomes: Vec<Option<(AgentToolResult, bool)>> = vec![None; calls.len()];
     let mut runnable = Vec::new();
+    // pi 1.x's `durationMs` runs from each call's `tool_execution_start` to its end.
+    let mut started = Vec::with_capacity(calls.len());
     for (i, call) in calls.iter().enumerate() {
+        started.push(std::time::Instant::now());
         host.emit(AgentEvent::ToolExecutionStart {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
@@ -423,7 +426,7 @@ async fn execute_batch(
             Ok((tool, arguments)) => runnable.push((i, tool, arguments)),
             Err(message) => {
                 let result = text_result(message);
-                end_event(host, call, &result, true).await;
+                end_event(host, call, &result, true, started[i]).await;
                 outcomes[i] = Some((result, true));
             }
         }
@@ -433,6 +436,7 @@ async fn execute_batch(
     let interrupted = std::sync::atomic::AtomicBool::new(false);
     let finished = join_all(runnable.into_iter().map(|(i, tool, arguments)| {
         let call = &calls[i];
+        let started = started[i];
         let batch = &batch;
         let interrupted = &interrupted;
         async move {
@@ -469,7 +473,7 @@ async fn execute_batch(
                 interrupted.store(true, Ordering::Release);
                 batch.cancel();
             }
-            end_event(host, call, &result, is_error).await;
+            end_event(host, call, &result, is_error, started).await;
             (i, result, is_error)
         }
     }))
@@ -511,14 +515,21 @@ async fn update_event(host: &dyn RunHost, call: &ToolCall, partial: AgentToolRes
     .await;
 }
 
-async fn end_event(host: &dyn RunHost, call: &ToolCall, result: &AgentToolResult, is_error: bool) {
+async fn end_event(
+    host: &dyn RunHost,
+    call: &ToolCall,
+    result: &AgentToolResult,
+    is_error: bool,
+    started: std::time::Instant,
+) {
+    let elapsed = started.elapsed().as_millis();
     host.emit(AgentEvent::ToolExecutionEnd {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
         result: result.clone(),
         is_error,
         is_warning: None,
-        duration_ms: None,
+        duration_ms: Some(u64::try_from(elapsed).unwrap_or(u64::MAX)),
     })
     .await;
 }

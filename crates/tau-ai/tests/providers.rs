@@ -697,3 +697,35 @@ async fn anthropic_redacted_thinking_and_cache_usage() {
         json!({"type": "ephemeral"})
     );
 }
+
+#[tokio::test]
+async fn tightening_the_idle_cap_ends_a_silent_wait_already_under_way() {
+    let server = MockServer::start().await.unwrap();
+    for api in APIS {
+        server.clear();
+        server.push(Reply::text("never finished").with_fault(Fault::StallAfter { events: 2 }));
+        let cap = tau_ai::provider::IdleCap::default();
+        let opts = StreamOptions {
+            idle_timeout: Duration::from_secs(300),
+            idle_cap: cap.clone(),
+            ..options()
+        };
+        let tighten = async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            cap.tighten(Duration::from_millis(300));
+        };
+        // Far below the 300 s the stream would otherwise wait.
+        let ((_, message), ()) = tokio::time::timeout(Duration::from_secs(30), async {
+            tokio::join!(collect(api, &server, opts), tighten)
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{api}: the tightened cap did not end the wait"));
+        assert_eq!(message.stop_reason, StopReason::Error, "{api}");
+        let text = message.error_message.unwrap_or_default();
+        assert!(text.contains("timed out"), "{api}: {text}");
+        // Never raised again, and a zero limit is no limit.
+        cap.tighten(Duration::from_secs(10));
+        cap.tighten(Duration::ZERO);
+        assert_eq!(cap.get(), Some(Duration::from_millis(300)));
+    }
+}

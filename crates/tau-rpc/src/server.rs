@@ -199,6 +199,10 @@ impl RpcServer {
 
     /// Carries out an extension's `action` frame (docs/extensions.md §4) and answers it.
     pub async fn apply_action(&mut self, request: tau_extensions::ActionRequest) {
+        if request.frame.action == "compact" {
+            self.compact_for_extension(request).await;
+            return;
+        }
         let fields = &request.frame.fields;
         let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_string);
         let outcome: Result<Value, String> = match request.frame.action.as_str() {
@@ -274,12 +278,6 @@ impl RpcServer {
                 Ok(Value::Null)
             }
             // `ctx.compact()`: ends a running turn first, as pi does (ext §10.3.8).
-            "compact" => self
-                .session
-                .compact(text("customInstructions").as_deref())
-                .await
-                .map(|result| serde_json::to_value(result).unwrap_or_default())
-                .map_err(|e| e.to_string()),
             // The command context's session calls (ext §4.2), as the RPC commands with the same
             // extension events around them.
             "new_session" | "switch_session" | "fork" => {
@@ -349,6 +347,36 @@ impl RpcServer {
             }
         }
         request.reply(outcome);
+        self.session.refresh_extension_state();
+    }
+
+    /// `ctx.compact()`: ends a running turn first, as pi does (ext §10.3.8), then compacts
+    /// beside the input loop like the `compact` command; the extension is answered (or its
+    /// failure reported, when it asked for no answer) when the compaction ends.
+    async fn compact_for_extension(&mut self, request: tau_extensions::ActionRequest) {
+        let instructions = request
+            .frame
+            .fields
+            .get("customInstructions")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let extensions = self.session.extensions().cloned();
+        let done: tau_session::CompactDone = Box::new(move |outcome| {
+            Box::pin(async move {
+                let outcome = outcome
+                    .map(|result| serde_json::to_value(result).unwrap_or_default())
+                    .map_err(|e| e.to_string());
+                if let (Err(error), None, Some(extensions)) =
+                    (&outcome, &request.frame.id, &extensions)
+                {
+                    extensions
+                        .report(&request.extension, "compact", error)
+                        .await;
+                }
+                request.reply(outcome);
+            })
+        });
+        self.session.start_compact(instructions, done).await;
         self.session.refresh_extension_state();
     }
 
@@ -805,10 +833,10 @@ impl RpcServer {
                                         full_output_path: run
                                             .full_output_path
                                             .map(|p| p.to_string_lossy().into_owned()),
-                                        total_lines: None,
-                                        total_bytes: None,
-                                        output_lines: None,
-                                        output_bytes: None,
+                                        total_lines: Some(run.total_lines),
+                                        total_bytes: Some(run.total_bytes),
+                                        output_lines: Some(run.output_lines),
+                                        output_bytes: Some(run.output_bytes),
                                         artifact_id: None,
                                         new_cwd: None,
                                     },
@@ -818,6 +846,25 @@ impl RpcServer {
                             sink.emit_line(line).await;
                         })
                     });
+                None
+            }
+            RpcCommand::Compact(c) => {
+                // Runs beside the input loop like a prompt's run (decision 9, T76): `abort`
+                // and every other command are answered meanwhile; the response comes when it
+                // ends.
+                let sink = self.sink.clone();
+                let done: tau_session::CompactDone = Box::new(move |outcome| {
+                    Box::pin(async move {
+                        let line = match outcome {
+                            Ok(result) => ok(id, "compact", &result),
+                            Err(err) => fail(id, "compact", err),
+                        };
+                        sink.emit_line(line).await;
+                    })
+                });
+                self.session
+                    .start_compact(c.custom_instructions, done)
+                    .await;
                 None
             }
             other => Some(self.dispatch_simple(id, other).await),
@@ -1014,11 +1061,7 @@ impl RpcServer {
                 Err(err) => fail(id, name, err),
             },
             RpcCommand::Bash(_) => fail(id, name, "bash commands are dispatched before this point"),
-            RpcCommand::Compact(c) => match session.compact(c.custom_instructions.as_deref()).await
-            {
-                Ok(result) => ok(id, name, &result),
-                Err(err) => fail(id, name, err),
-            },
+            RpcCommand::Compact(_) => fail(id, name, "compact is dispatched before this point"),
             RpcCommand::GetCommands(_) => ok(
                 id,
                 name,
@@ -1051,6 +1094,20 @@ fn state_of(session: &AgentSession) -> RpcSessionState {
         pending_message_count: session.pending_message_count(),
         queued_message_count: session.queued_message_count(),
         todo_phases: session.todo_phases().to_vec(),
+        system_prompt: Some(session.current_system_prompt()),
+        dump_tools: Some(
+            session
+                .offered_tools()
+                .into_iter()
+                .map(
+                    |(name, description, parameters)| tau_protocol::rpc::DumpedTool {
+                        name,
+                        description,
+                        parameters,
+                    },
+                )
+                .collect(),
+        ),
     }
 }
 
@@ -1278,7 +1335,11 @@ where
             line = in_rx.recv() => match line {
                 Some(line) if startup.is_some() => server.defer_line(&line).await,
                 Some(line) => server.handle_line(&line).await,
-                None => break ExitReason::InputClosed,
+                None => {
+                    // The client is gone: nothing may wait on it any more (T77).
+                    server.session.input_closed();
+                    break ExitReason::InputClosed;
+                }
             },
         }
         if server.shutdown_requested {

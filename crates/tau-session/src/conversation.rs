@@ -91,6 +91,9 @@ impl State {
 pub(crate) struct Conversation {
     state: Mutex<State>,
     store: Mutex<SessionStore>,
+    /// Shared by every provider request of the session: tightened when stdin closes.
+    idle_cap: tau_ai::provider::IdleCap,
+    input_closed: std::sync::atomic::AtomicBool,
 }
 
 impl Conversation {
@@ -98,7 +101,25 @@ impl Conversation {
         Self {
             state: Mutex::default(),
             store: Mutex::new(store),
+            idle_cap: tau_ai::provider::IdleCap::default(),
+            input_closed: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// The silence cap every provider request of the session carries.
+    pub fn idle_cap(&self) -> tau_ai::provider::IdleCap {
+        self.idle_cap.clone()
+    }
+
+    /// stdin has closed: provider streams may stay silent for `silence` at most from now on.
+    pub fn close_input(&self, silence: std::time::Duration) {
+        self.input_closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.idle_cap.tighten(silence);
+    }
+
+    pub fn input_closed(&self) -> bool {
+        self.input_closed.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub fn lock(&self) -> MutexGuard<'_, State> {

@@ -166,6 +166,9 @@ mod tests {
 #[derive(Debug, Default)]
 pub struct HostToolBridge {
     pending: std::sync::Mutex<std::collections::HashMap<String, PendingCall>>,
+    /// The client has gone (stdin closed): no call can be answered any more. Read and set
+    /// under the `pending` lock, so a call never slips in after the map was emptied.
+    disconnected: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -187,6 +190,15 @@ impl HostToolBridge {
     }
 
     /// A `host_tool_update`: progress for a pending call; unknown ids are ignored.
+    /// stdin closed: every pending call fails with xcsh's disconnect text (their senders are
+    /// dropped), and so does every later one, before any frame is written.
+    pub fn disconnect(&self) {
+        let mut calls = self.calls();
+        self.disconnected
+            .store(true, std::sync::atomic::Ordering::Release);
+        calls.clear();
+    }
+
     pub fn update(&self, id: &str, output: HostToolOutput) {
         if let Some(call) = self.calls().get(id) {
             let _ = call.updates.send(output);
@@ -195,6 +207,9 @@ impl HostToolBridge {
 }
 
 /// A 16-character lowercase hex id, like xcsh's server-side ids.
+/// xcsh's text for a host-tool call the client can no longer answer (xcsh.md §2.2).
+const DISCONNECTED: &str = "RPC client disconnected before host tool execution completed";
+
 fn new_frame_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..16].to_string()
 }
@@ -233,13 +248,23 @@ impl HostTool {
         let id = new_frame_id();
         let (result_tx, mut result_rx) = tokio::sync::oneshot::channel();
         let (updates_tx, mut updates_rx) = tokio::sync::mpsc::unbounded_channel();
-        self.bridge.calls().insert(
-            id.clone(),
-            PendingCall {
-                result: result_tx,
-                updates: updates_tx,
-            },
-        );
+        {
+            let mut calls = self.bridge.calls();
+            if self
+                .bridge
+                .disconnected
+                .load(std::sync::atomic::Ordering::Acquire)
+            {
+                return Err(DISCONNECTED.to_string());
+            }
+            calls.insert(
+                id.clone(),
+                PendingCall {
+                    result: result_tx,
+                    updates: updates_tx,
+                },
+            );
+        }
         let frame = HostToolCall {
             id: id.clone(),
             tool_call_id: call_id.to_string(),
@@ -278,7 +303,7 @@ impl HostTool {
                                 .to_string();
                             Err(if text.is_empty() { "Host tool execution failed".to_string() } else { text })
                         }
-                        Err(_) => Err("RPC client disconnected before host tool execution completed".to_string()),
+                        Err(_) => Err(DISCONNECTED.to_string()),
                     };
                 }
             }

@@ -16,6 +16,7 @@ mod outbound;
 pub mod retry;
 mod session;
 mod startup;
+mod todos;
 pub mod tokens;
 pub mod tool_selection;
 
@@ -31,8 +32,8 @@ pub use host_tools::{
 pub use models::{StartupModel, resolve_startup_model};
 pub use outbound::{EventSink, ExtensionOutlet, Outbound};
 pub use session::{
-    AgentSession, BashRun, Launch, NavigateOptions, NavigateOutcome, PromptOutcome, QueueAs,
-    SessionConfig, SessionError, SessionStats,
+    AgentSession, BashRun, CompactDone, Launch, NavigateOptions, NavigateOutcome, PromptOutcome,
+    QueueAs, SessionConfig, SessionError, SessionStats,
 };
 pub use settings::Settings;
 pub use startup::{SessionChoice, StartupStore, session_dir, startup_store};

@@ -22,6 +22,7 @@ mod files;
 mod runs;
 mod tree;
 pub use bash::BashRun;
+pub use compact::CompactDone;
 pub use files::SessionStats;
 pub use tree::{NavigateOptions, NavigateOutcome};
 
@@ -160,7 +161,8 @@ pub struct AgentSession {
     models: crate::model_choice::ModelChoice,
     auto_compaction: bool,
     auto_retry: bool,
-    todo_phases: Vec<TodoPhase>,
+    /// Shared with the runs' `todo_write` tool and the auto-clear timers.
+    todos: Arc<crate::todos::Todos>,
     host_tools: HostToolRegistry,
     /// xcsh's `set_locale`: the language the system prompt asks replies in.
     locale: Option<String>,
@@ -196,6 +198,11 @@ impl AgentSession {
             }
         };
         let resumed = !store.entries().is_empty();
+        let todos = crate::todos::Todos::new(
+            events.clone(),
+            !config.no_session,
+            crate::todos::clear_delay(&settings),
+        );
         let conversation = Arc::new(Conversation::new(store));
         {
             let mut state = conversation.lock();
@@ -231,7 +238,7 @@ impl AgentSession {
             settings,
             events,
             config,
-            todo_phases: Vec::new(),
+            todos,
             host_tools: HostToolRegistry::default(),
             locale: None,
             opening: None,
@@ -340,8 +347,8 @@ impl AgentSession {
     pub fn queued_message_count(&self) -> usize {
         self.pending_message_count()
     }
-    pub fn todo_phases(&self) -> &[TodoPhase] {
-        &self.todo_phases
+    pub fn todo_phases(&self) -> Vec<TodoPhase> {
+        self.todos.phases()
     }
     /// The loaded extensions.
     pub fn extensions(&self) -> Option<&Arc<tau_extensions::Extensions>> {
@@ -490,6 +497,7 @@ impl AgentSession {
             request_timeout: settings.provider_timeout(),
             max_retries: settings.provider_max_retries(),
             max_retry_delay: settings.provider_max_retry_delay(),
+            idle_cap: self.conversation.idle_cap(),
             ..StreamOptions::default()
         }
     }
@@ -549,9 +557,18 @@ impl AgentSession {
         (steering, follow_up)
     }
 
-    /// Replaces the todo list.
+    /// Replaces the todo list (`set_todos`) and records it in the session as a custom entry,
+    /// so reopening, switching back, forking and branching find it (decision 15).
     pub fn set_todo_phases(&mut self, phases: Vec<TodoPhase>) {
-        self.todo_phases = phases;
+        if let Ok(list) = serde_json::to_value(&phases) {
+            self.conversation.persist(|store| {
+                store.append_custom(
+                    crate::todos::TODOS_ENTRY,
+                    Some(serde_json::json!({ "phases": list })),
+                )
+            });
+        }
+        self.todos.set(phases);
     }
 
     /// Replaces the host tool set; returns the registered names in request order.
@@ -814,6 +831,7 @@ impl AgentSession {
 
     /// Starts an accepted prompt's run on its own task.
     pub fn launch(&mut self, launch: Launch) {
+        self.todos.reset_reminders();
         let mut prompts = vec![launch.prompt];
         prompts.append(&mut self.next_turn);
         prompts.extend(launch.extra);
@@ -830,10 +848,18 @@ impl AgentSession {
     }
 
     fn start_run_with(&mut self, prompts: Vec<AgentMessage>, system_prompt: Option<String>) {
-        self.conversation.lock().tools_now = None;
-        let Some(model) = self.models.model().cloned() else {
+        let Some(spec) = self.run_spec(system_prompt) else {
             return;
         };
+        let services = self.run_services();
+        self.runs.start(spec, prompts, services);
+    }
+
+    /// What a run streams with: the current model, tools and system prompt (`None` without
+    /// a model).
+    fn run_spec(&mut self, system_prompt: Option<String>) -> Option<RunSpec> {
+        self.conversation.lock().tools_now = None;
+        let model = self.models.model().cloned()?;
         let (api_key, headers, base_url) = match self.models.registry().request_config(&model) {
             Ok(config) => (
                 config.api_key.map(|k| k.expose().to_string()),
@@ -872,21 +898,23 @@ impl AgentSession {
                 ..self.provider_options()
             },
         };
+        Some(spec)
+    }
+
+    /// What a run task needs besides its spec.
+    fn run_services(&mut self) -> runs::RunServices {
         let summarizer = self.summarizer().ok();
         let mut retry = crate::retry::RetrySettings::from_settings(&self.settings);
         retry.enabled &= self.auto_retry;
-        self.runs.start(
-            spec,
-            prompts,
-            runs::RunServices {
-                conversation: Arc::clone(&self.conversation),
-                events: self.events.clone(),
-                retry,
-                summarizer,
-                extensions: self.extensions.clone(),
-                block_images: self.settings.block_images(),
-            },
-        );
+        runs::RunServices {
+            conversation: Arc::clone(&self.conversation),
+            events: self.events.clone(),
+            retry,
+            summarizer,
+            extensions: self.extensions.clone(),
+            block_images: self.settings.block_images(),
+            todos: Arc::clone(&self.todos),
+        }
     }
 
     /// Routes host-tool replies to waiting calls.
@@ -947,6 +975,8 @@ impl AgentSession {
             state.steering_mode = self.settings.steering_mode();
             state.follow_up_mode = self.settings.follow_up_mode();
         }
+        self.todos
+            .set_clear_delay(crate::todos::clear_delay(&self.settings));
         self.resources = crate::resources::Resources::load(
             &self.config.agent_dir,
             &self.config.cwd,
@@ -1048,6 +1078,21 @@ impl AgentSession {
         self.tools_from(true)
     }
 
+    /// What the next model call offers, for `get_state.dumpTools`: name, description and
+    /// parameter schema of each tool.
+    pub fn offered_tools(&self) -> Vec<(String, String, serde_json::Value)> {
+        self.run_tools()
+            .iter()
+            .map(|t| {
+                (
+                    t.name().to_string(),
+                    t.description().to_string(),
+                    t.parameters().clone(),
+                )
+            })
+            .collect()
+    }
+
     /// The tools a run offers: the active built-in tools (pi's default set, or what
     /// `--tools` / `--exclude-tools` / `--no-tools` / `--no-builtin-tools` select), the
     /// extensions' tools (an extension tool with a built-in's name replaces it, ext §5.4),
@@ -1085,7 +1130,13 @@ impl AgentSession {
         let mut tools: Vec<Arc<dyn tau_agent::AgentTool>> = builtin
             .into_iter()
             .filter(|name| !extension_tools.iter().any(|t| t.registration.name == *name))
-            .filter_map(|name| tau_tools::builtin_tool(name, &env))
+            .filter_map(|name| match name {
+                tau_tools::todo_write::NAME => Some(Arc::new(
+                    tau_tools::todo_write::TodoWriteTool::new(Arc::clone(&self.todos) as _),
+                )
+                    as Arc<dyn tau_agent::AgentTool>),
+                _ => tau_tools::builtin_tool(name, &env),
+            })
             .collect();
         tools.extend(
             extension_tools

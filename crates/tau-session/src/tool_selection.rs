@@ -78,7 +78,10 @@ mod tests {
             none: false,
             no_builtin: false,
         };
-        assert_eq!(default.builtin(), ["read", "bash", "edit", "write"]);
+        assert_eq!(
+            default.builtin(),
+            ["read", "bash", "edit", "write", "todo_write"]
+        );
         assert!(default.allows("my_host_tool"));
 
         let only = names(&["grep", " ls ", "my_host_tool"]);
@@ -94,7 +97,7 @@ mod tests {
             exclude: &exclude,
             ..default
         };
-        assert_eq!(excluded.builtin(), ["read", "edit", "write"]);
+        assert_eq!(excluded.builtin(), ["read", "edit", "write", "todo_write"]);
 
         let nothing = ToolSelection {
             none: true,

@@ -1,6 +1,7 @@
 //! The built-in tools the model can call: `read`, `bash`, `edit`, `write`, `grep`, `find`,
-//! `ls`. Their output texts, notices and error strings are pi's, so a model tuned on pi
-//! behaves the same; their descriptions are tau's own words.
+//! `ls`, and xcsh's `todo_write`. Their output texts, notices and error strings are pi's (xcsh's
+//! for `todo_write`), so a model tuned on them behaves the same; their descriptions are tau's
+//! own words.
 
 pub mod atomic;
 pub mod attach;
@@ -15,6 +16,7 @@ pub mod ls;
 mod os_error;
 pub mod paths;
 pub mod read;
+pub mod todo_write;
 mod tool;
 pub mod truncate;
 mod walk;
@@ -27,13 +29,24 @@ use std::sync::Arc;
 
 use tau_agent::AgentTool;
 
-/// The built-in tool names, in pi's order.
-pub const BUILTIN_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+/// The built-in tool names, in pi's order, then xcsh's `todo_write`.
+pub const BUILTIN_TOOLS: [&str; 8] = [
+    "read",
+    "bash",
+    "edit",
+    "write",
+    "grep",
+    "find",
+    "ls",
+    todo_write::NAME,
+];
 
-/// The tools active when `--tools` is not given (pi's default set).
-pub const DEFAULT_ACTIVE_TOOLS: [&str; 4] = ["read", "bash", "edit", "write"];
+/// The tools active when `--tools` is not given: pi's default set, and `todo_write`, which
+/// xcsh offers by default.
+pub const DEFAULT_ACTIVE_TOOLS: [&str; 5] = ["read", "bash", "edit", "write", todo_write::NAME];
 
-/// Builds the built-in tool called `name` for `env`.
+/// Builds the built-in tool called `name` for `env`. `todo_write` is not built here: it works
+/// on a session's todo list ([`todo_write::TodoWriteTool::new`]).
 pub fn builtin_tool(name: &str, env: &Arc<ToolEnv>) -> Option<Arc<dyn AgentTool>> {
     let env = Arc::clone(env);
     Some(match name {

@@ -133,10 +133,11 @@ pub struct Cli {
     /// Do not discover prompt templates; also `-np`.
     #[arg(long)]
     pub no_prompt_templates: bool,
-    /// Theme for HTML export.
-    #[arg(long, value_name = "PATH")]
-    pub theme: Option<String>,
-    /// Do not load themes.
+    /// A theme file or folder for pi's terminal UI: accepted for pi's command lines, with a
+    /// warning (tau has no terminal UI).
+    #[arg(long, value_name = "PATH", action = ArgAction::Append)]
+    pub theme: Vec<String>,
+    /// Do not load themes (no effect: tau has no terminal UI).
     #[arg(long)]
     pub no_themes: bool,
     /// Do not load AGENTS.md / CLAUDE.md; also `-nc`.
@@ -148,12 +149,16 @@ pub struct Cli {
     /// Ignore project-local resources for this run; also `-na`.
     #[arg(long)]
     pub no_approve: bool,
-    /// Make no network calls at startup.
+    /// Make no network calls at startup (tau never does: it installs no packages and checks
+    /// for no updates).
     #[arg(long)]
     pub offline: bool,
     /// More diagnostics on stderr.
     #[arg(long)]
     pub verbose: bool,
+    /// List the models that have credentials (those matching SEARCH, fuzzily) and exit.
+    #[arg(long, value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
+    pub list_models: Option<String>,
 
     /// Messages to send, in order (`@path` attaches a file); one-shot modes only.
     #[arg(value_name = "MESSAGE")]
@@ -206,6 +211,8 @@ pub struct RunOptions {
     pub thinking: Option<ThinkingLevel>,
     /// `--name`, trimmed.
     pub name: Option<String>,
+    /// pi's non-fatal diagnostics (an unknown `--thinking` level), for stderr.
+    pub warnings: Vec<String>,
     /// `--<name>[=value]` options tau does not know: flags for extensions to claim once
     /// they are loaded (ext §7.1). A value is `=value` or the next word not starting with
     /// `-` or `@`, which pi takes even for a boolean flag.
@@ -335,7 +342,9 @@ pub fn parse_in(
         (Some(Mode::Rpc), _) => RunMode::Rpc,
         (Some(Mode::Json), _) => RunMode::Json,
         (Some(Mode::Text), _) | (None, true) => RunMode::Text,
-        (None, false) if !terminal.stdin || !terminal.stdout => RunMode::Text,
+        (None, false) if !terminal.stdin || !terminal.stdout || cli.list_models.is_some() => {
+            RunMode::Text
+        }
         (None, false) => {
             return Err(
                 "tau has no interactive mode: run `tau -p \"message\"` for one answer, \
@@ -355,8 +364,25 @@ pub fn parse_in(
         Some("") => return Err("--name requires a non-empty value".to_string()),
         other => other.map(str::to_string),
     };
+    let mut warnings = Vec::new();
+    if !cli.theme.is_empty() || cli.no_themes {
+        warnings.push(
+            "--theme and --no-themes have no effect: tau has no terminal UI (extensions' \
+             ctx.ui.theme follows the \"theme\" setting)"
+                .to_string(),
+        );
+    }
+    // pi warns about a level it does not know and goes on with the default.
     let thinking = match cli.thinking.as_deref() {
-        Some(raw) => Some(raw.parse::<ThinkingLevel>().map_err(|e| e.to_string())?),
+        Some(raw) => match raw.parse::<ThinkingLevel>() {
+            Ok(level) => Some(level),
+            Err(_) => {
+                warnings.push(format!(
+                    "Invalid thinking level \"{raw}\". Valid values: off, minimal, low, medium, high, xhigh"
+                ));
+                None
+            }
+        },
         None => None,
     };
     let session_choices = [
@@ -384,6 +410,7 @@ pub fn parse_in(
         cli,
         thinking,
         name,
+        warnings,
         extension_flags,
     })))
 }
@@ -490,11 +517,9 @@ mod tests {
             run(&["--mode", "rpc", "-n", "   "]).unwrap_err(),
             "--name requires a non-empty value"
         );
-        assert!(
-            run(&["--mode", "rpc", "--thinking", "max"])
-                .unwrap_err()
-                .contains("Invalid thinking level")
-        );
+        let o = rpc(&["--mode", "rpc", "--thinking", "max"]);
+        assert_eq!(o.thinking, None);
+        assert!(o.warnings[0].contains("Invalid thinking level"));
         assert!(run(&["--mode", "rpc", "--no-session", "-c"]).is_err());
     }
 

@@ -2,6 +2,7 @@
 //! RPC mode ([`tau_rpc::serve`]).
 
 mod cli;
+mod list_models;
 mod oneshot;
 
 use std::fs::File;
@@ -40,6 +41,9 @@ fn main() -> ExitCode {
         Invocation::Run(options) => options,
     };
     init_logging(options.cli.verbose);
+    for warning in &options.warnings {
+        warn(warning);
+    }
     match run(*options) {
         Ok(code) => ExitCode::from(code),
         Err(err) => fail(&format!("{err:#}")),
@@ -133,8 +137,10 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     };
     // One-shot modes read their input before anything starts, as pi does: piped stdin
     // whole, then the `@file` arguments (a missing file is fatal).
+    let listing = options.cli.list_models.clone();
     let prompts = match options.mode {
         RunMode::Rpc => Vec::new(),
+        _ if listing.is_some() => Vec::new(),
         RunMode::Text | RunMode::Json => {
             let piped = oneshot::read_piped_stdin();
             let files: Vec<String> = options
@@ -196,6 +202,20 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
                     .map_err(|e| anyhow::anyhow!("Extension \"{}\" error: {e}", extension.path))?;
             }
         }
+    }
+    if let Some(search) = listing {
+        // pi lists after loading extensions, so the providers they register are listed.
+        if let Some(error) = registry.models_json_error() {
+            warn(&format!("errors loading models.json:\n{error}"));
+        }
+        let models = registry.available_models();
+        let text = list_models::table(&models, Some(search.as_str()));
+        let mut out = protocol_out;
+        out.write_all(text.as_bytes())?;
+        if let Some(loaded) = &extensions {
+            loaded.set.shutdown();
+        }
+        return Ok(0);
     }
     let startup = resolve_startup_model(&mut registry, &config, &settings)
         .map_err(|message| anyhow::anyhow!(message))?;

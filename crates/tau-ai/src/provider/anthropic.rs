@@ -19,6 +19,8 @@ use crate::{
 
 const API_VERSION: &str = "2023-06-01";
 const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+/// The beta Anthropic requires of requests made with an OAuth access token.
+const OAUTH_BETA: &str = "oauth-2025-04-20";
 const FINE_GRAINED_TOOL_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";
 
 /// Models that take `thinking:{type:"adaptive"}` plus an effort instead of a token budget.
@@ -56,9 +58,16 @@ pub(crate) fn build(
             "anthropic-dangerous-direct-browser-access".to_string(),
             "true".to_string(),
         ),
-        ("x-api-key".to_string(), key),
     ];
     let mut betas = Vec::new();
+    // A subscription (OAuth) token goes as a bearer token with Anthropic's OAuth beta, as pi
+    // sends it; an API key as `x-api-key`.
+    if key.contains("sk-ant-oat") {
+        headers.push(("authorization".to_string(), format!("Bearer {key}")));
+        betas.push(OAUTH_BETA);
+    } else {
+        headers.push(("x-api-key".to_string(), key));
+    }
     if model.reasoning && !is_adaptive(model) {
         betas.push(INTERLEAVED_THINKING_BETA);
     }

@@ -11,6 +11,7 @@ mod classify;
 mod emitter;
 mod error;
 mod google;
+mod idle;
 mod openai_completions;
 mod openai_responses;
 mod partial_json;
@@ -31,6 +32,7 @@ pub use tokio_util::sync::CancellationToken;
 
 pub use classify::{is_context_overflow, is_overflow_error, is_retryable_error};
 pub use error::ProviderError;
+pub use idle::IdleCap;
 pub use partial_json::parse_arguments;
 
 use crate::{
@@ -111,6 +113,9 @@ pub struct StreamOptions {
     /// How long the server may take to answer with its headers (`retry.provider.timeoutMs`,
     /// pi's SDK request timeout); `None` means the idle timeout.
     pub request_timeout: Option<Duration>,
+    /// A tighter silence limit that may be set while the request waits (tau lowers it when
+    /// its client goes away); applies to the headers and the body alike.
+    pub idle_cap: IdleCap,
     /// Retries of a request that failed before its reply started streaming: a connection
     /// error, a timeout, or status 408, 409, 429 or 5xx (`retry.provider.maxRetries`, what
     /// pi's provider SDKs do; 0 by default).
@@ -155,6 +160,7 @@ impl Default for StreamOptions {
             cancel: CancellationToken::new(),
             idle_timeout: Duration::from_secs(300),
             request_timeout: None,
+            idle_cap: IdleCap::default(),
             max_retries: 0,
             max_retry_delay: Duration::from_secs(60),
             include_partial: false,
@@ -473,24 +479,30 @@ async fn guarded<T>(
     within(future, options, options.idle_timeout).await
 }
 
-/// Waits for `future`, failing on cancellation or after `limit` (never when it is zero).
+/// Waits for `future`, failing on cancellation or after `limit` of silence (never when it is
+/// zero), or sooner once the options' [`IdleCap`] is tightened below it.
 async fn within<T>(
     future: impl std::future::Future<Output = T>,
     options: &StreamOptions,
     limit: Duration,
 ) -> Result<T, ProviderError> {
-    if limit.is_zero() {
-        return tokio::select! {
-            biased;
-            () = options.cancel.cancelled() => Err(ProviderError::Aborted),
-            result = future => Ok(result),
+    let started = tokio::time::Instant::now();
+    tokio::pin!(future);
+    loop {
+        let changed = options.idle_cap.changed();
+        let limit = options.idle_cap.applied_to(limit);
+        let deadline = async {
+            match started.checked_add(limit).filter(|_| !limit.is_zero()) {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending::<()>().await,
+            }
         };
-    }
-    tokio::select! {
-        biased;
-        () = options.cancel.cancelled() => Err(ProviderError::Aborted),
-        result = tokio::time::timeout(limit, future) => {
-            result.map_err(|_| ProviderError::Idle(limit))
+        tokio::select! {
+            biased;
+            () = options.cancel.cancelled() => return Err(ProviderError::Aborted),
+            result = &mut future => return Ok(result),
+            () = deadline => return Err(ProviderError::Idle(limit)),
+            () = changed => {}
         }
     }
 }

@@ -58,9 +58,13 @@ impl ConfigValue {
 #[derive(Debug, Clone)]
 pub(crate) enum Credential {
     ApiKey(ConfigValue),
-    /// A subscription login made with pi (`"type":"oauth"`). It counts as configured auth,
-    /// but tau cannot use it yet (decision 20).
-    OAuth,
+    /// A subscription login made with pi (`"type":"oauth"`): its access token is used while
+    /// it is valid; tau does not refresh it (decision T73).
+    OAuth {
+        access: Option<String>,
+        /// When the access token stops working, in ms since the epoch.
+        expires: Option<i64>,
+    },
     /// An entry of another or malformed type: present, so it counts as configured, as in pi,
     /// but it yields no key.
     Other,
@@ -123,7 +127,13 @@ pub(crate) fn load_auth_file(path: &Path) -> (AuthFile, Option<String>) {
                     Some(key) => Credential::ApiKey(ConfigValue(key.to_string())),
                     None => Credential::Other,
                 },
-                Some("oauth") => Credential::OAuth,
+                Some("oauth") => Credential::OAuth {
+                    access: entry
+                        .get("access")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    expires: entry.get("expires").and_then(Value::as_i64),
+                },
                 _ => Credential::Other,
             };
             (provider, credential)
@@ -298,7 +308,10 @@ mod tests {
         let (auth, err) = load_auth_file(&path);
         assert!(err.is_none());
         assert!(matches!(auth.entries["openai"], Credential::ApiKey(ref v) if v.0 == "sk-1"));
-        assert!(matches!(auth.entries["anthropic"], Credential::OAuth));
+        assert!(matches!(
+            auth.entries["anthropic"],
+            Credential::OAuth { .. }
+        ));
         assert!(matches!(auth.entries["groq"], Credential::Other));
 
         std::fs::write(&path, "{nope").unwrap();

@@ -50,9 +50,12 @@ pub enum ResolveError {
 /// Why a key or request setting could not be produced.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
-    /// `auth.json` holds a subscription login for the provider; tau cannot use those yet.
-    #[error("OAuth logins are not supported yet")]
-    OAuthUnsupported { provider: String },
+    /// `auth.json` holds a subscription login whose access token has expired (or is missing);
+    /// refreshing it is pi's job (decision T73).
+    #[error(
+        "The {provider} login in auth.json has expired and tau does not refresh logins: run pi once to refresh it, or set an API key for {provider}"
+    )]
+    OAuthExpired { provider: String },
     /// A configured `!command` failed, timed out or printed nothing. `what` is e.g.
     /// `API key for provider "openai"` or `provider "openai" header "X-Key"`.
     #[error("Failed to resolve {what} from shell command: {command}")]
@@ -348,10 +351,15 @@ impl Registry {
                 // the failed command is the most useful thing to report.
                 None => failed_command = value.command().map(str::to_string),
             },
-            Some(Credential::OAuth) => {
-                return Err(KeyError::OAuthUnsupported {
-                    provider: provider.to_string(),
-                });
+            Some(Credential::OAuth { access, expires }) => {
+                // A minute's margin: the request must arrive while the token still works.
+                let valid = expires.is_some_and(|at| at > crate::now_ms() + 60_000);
+                return match access {
+                    Some(token) if valid => Ok(Some(ApiKey::new(token.as_str()))),
+                    _ => Err(KeyError::OAuthExpired {
+                        provider: provider.to_string(),
+                    }),
+                };
             }
             Some(Credential::Other) | None => {
                 if let Some(key) = env_vars_for(provider)

@@ -531,17 +531,25 @@ fn key_sources_in_precedence_order() {
 }
 
 #[test]
-fn oauth_logins_count_as_auth_but_yield_no_key() {
+fn oauth_logins_give_their_access_token_until_it_expires() {
     let dir = tempfile::tempdir().unwrap();
+    let later = crate::now_ms() + 3_600_000;
     write(
         dir.path(),
         "auth.json",
-        r#"{"anthropic":{"type":"oauth","refresh":"r","access":"a","expires":1}}"#,
+        &format!(
+            r#"{{"anthropic":{{"type":"oauth","refresh":"r","access":"sk-ant-oat-a","expires":{later}}},
+                "openai":{{"type":"oauth","refresh":"r","access":"b","expires":1}}}}"#
+        ),
     );
     let reg = registry(dir.path(), &[("ANTHROPIC_API_KEY", "env-key")]);
     assert!(reg.has_auth("anthropic"));
-    let err = reg.api_key("anthropic").unwrap_err();
-    assert_eq!(err.to_string(), "OAuth logins are not supported yet");
+    assert_eq!(key(&reg, "anthropic").as_deref(), Some("sk-ant-oat-a"));
+    let err = reg.api_key("openai").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("The openai login in auth.json has expired")
+    );
     // A runtime key still wins over the login.
     let mut reg = reg;
     reg.set_runtime_api_key("anthropic", ApiKey::new("cli"));

@@ -27,7 +27,7 @@ pub use frames::{
 };
 pub use payloads::{
     BashResult, CancelledData, CommandInfo, CommandsData, ContextUsage, CycleModelData,
-    Disposition, EntriesData, ForkData, ForkMessage, ForkMessagesData, HostToolsData,
+    Disposition, DumpedTool, EntriesData, ForkData, ForkMessage, ForkMessagesData, HostToolsData,
     IntegrationModel, IntegrationService, IntegrationsData, LastAssistantTextData, MessagesData,
     ModelsData, PathData, PromptData, QueueData, RpcSessionState, SessionStats, ThinkingLevelData,
     ThinkingLevelsData, TodosData, TokenTotals, TreeData,

@@ -36,6 +36,20 @@ pub struct RpcSessionState {
     pub queued_message_count: usize,
     #[serde(default)]
     pub todo_phases: Vec<TodoPhase>,
+    /// xcsh: the system prompt the next model call gets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// xcsh: the tools the next model call offers, host tools included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dump_tools: Option<Vec<DumpedTool>>,
+}
+
+/// A tool as `get_state.dumpTools` lists it (xcsh).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DumpedTool {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
 }
 
 fn default_true() -> bool {

@@ -20,6 +20,11 @@ pub struct BashRun {
     pub cancelled: bool,
     pub truncated: bool,
     pub full_output_path: Option<PathBuf>,
+    /// xcsh's counts: the whole output, and what `output` keeps of it.
+    pub total_lines: u64,
+    pub total_bytes: u64,
+    pub output_lines: u64,
+    pub output_bytes: u64,
 }
 
 /// The `bash` commands still running, newest last, and the temp files they left.
@@ -93,6 +98,14 @@ impl AgentSession {
                 Ok(outcome) => {
                     let snapshot = outcome.output;
                     let truncated = snapshot.truncation.truncated;
+                    let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+                    let counts = &snapshot.truncation;
+                    let (total_lines, total_bytes, output_lines, output_bytes) = (
+                        count(counts.total_lines),
+                        count(counts.total_bytes),
+                        count(counts.output_lines),
+                        count(counts.output_bytes),
+                    );
                     let output = if truncated {
                         snapshot.truncation.content
                     } else {
@@ -113,6 +126,10 @@ impl AgentSession {
                         cancelled,
                         truncated,
                         full_output_path,
+                        total_lines,
+                        total_bytes,
+                        output_lines,
+                        output_bytes,
                     };
                     record(&conversation, &command, &run, exclude_from_context);
                     Ok(run)

@@ -118,6 +118,10 @@ impl Summarizer {
             preparation.tokens_before,
         );
         let result = compaction_result(&preparation, summary.clone(), after);
+        // An abort that came while the last reply finished still wins, as in pi.
+        if cancel.is_cancelled() {
+            return Err(CANCELLED.to_string());
+        }
         let messages = {
             let mut store = conversation.store();
             store
@@ -228,108 +232,142 @@ impl AgentSession {
         })
     }
 
-    async fn ask_extensions(
-        &self,
-        prepared: &Prepared,
-        custom_instructions: Option<&str>,
-    ) -> HookDecision {
-        match &self.extensions {
-            Some(extensions) => {
-                ask_extensions(extensions, prepared, custom_instructions, "manual", false).await
-            }
-            None => HookDecision::Proceed,
-        }
-    }
-
     pub(super) fn compaction_settings(&self) -> CompactionSettings {
         let mut settings = CompactionSettings::from_settings(&self.settings);
         settings.enabled &= self.auto_compaction;
         settings
     }
 
-    /// `compact`: ends a running turn, then summarises (rpc.md §3.13). `compaction_start`
-    /// is always written; a failure is announced by `compaction_end` before the error.
-    pub async fn compact(
-        &mut self,
-        custom_instructions: Option<&str>,
-    ) -> Result<CompactionResult, SessionError> {
+    /// `compact` (rpc.md §3.13): ends a running turn, then compacts on a task of its own, so
+    /// that the input loop keeps answering meanwhile and `abort` can end it (T76). `done`
+    /// gets the outcome right after `compaction_end` is written. Messages queued meanwhile
+    /// are delivered by a run that follows at once; a prompt meanwhile is held until it ends.
+    pub async fn start_compact(&mut self, custom_instructions: Option<String>, done: CompactDone) {
         self.abort().await;
-        self.events
-            .emit(SessionEvent::CompactionStart {
-                reason: CompactionReason::Manual,
-            })
-            .await;
-        let mut from_extension = false;
-        let outcome = match self.summarizer() {
-            Ok(summarizer) => {
-                match Prepared::of(&self.conversation, summarizer.settings.keep_recent_tokens) {
-                    Ok(prepared) => match self.ask_extensions(&prepared, custom_instructions).await
-                    {
+        let summarizer = self.summarizer().map_err(|e| e.to_string());
+        let spec = self.run_spec(None);
+        let services = self.run_services();
+        self.runs.start_compaction(
+            spec,
+            services,
+            super::runs::ManualCompaction {
+                custom_instructions,
+                summarizer,
+                done,
+            },
+        );
+    }
+}
+
+/// Receives a `compact`'s outcome (its response is written from here).
+pub type CompactDone = Box<
+    dyn FnOnce(
+            Result<CompactionResult, SessionError>,
+        ) -> futures_util::future::BoxFuture<'static, ()>
+        + Send,
+>;
+
+/// The manual compaction itself (rpc.md §3.13): `compaction_start` always, a failure
+/// announced by `compaction_end` before the error, `cancel` (an `abort`) ending it as pi's
+/// cancelled compaction (`aborted:true`, `Compaction cancelled`).
+pub(crate) async fn manual(
+    host: &Host,
+    summarizer: Result<Summarizer, String>,
+    custom_instructions: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<CompactionResult, SessionError> {
+    host.events
+        .emit(SessionEvent::CompactionStart {
+            reason: CompactionReason::Manual,
+        })
+        .await;
+    // pi counts the whole compaction, its extension hook included, as compacting.
+    host.conversation.lock().compacting = true;
+    let mut from_extension = false;
+    let outcome = match summarizer {
+        Ok(summarizer) => {
+            match Prepared::of(&host.conversation, summarizer.settings.keep_recent_tokens) {
+                Ok(prepared) => {
+                    let decision = match &host.extensions {
+                        Some(extensions) => {
+                            ask_extensions(
+                                extensions,
+                                &prepared,
+                                custom_instructions,
+                                "manual",
+                                false,
+                                Some(cancel),
+                            )
+                            .await
+                        }
+                        None => HookDecision::Proceed,
+                    };
+                    match decision {
+                        _ if cancel.is_cancelled() => Err(CANCELLED.to_string()),
+                        HookDecision::Cancel => Err(CANCELLED.to_string()),
                         HookDecision::Supplied(supplied) => {
                             from_extension = true;
-                            Ok(write_supplied(&self.conversation, &prepared, supplied))
-                        }
-                        HookDecision::Cancel => {
-                            self.events
-                                .emit(SessionEvent::CompactionEnd {
-                                    reason: CompactionReason::Manual,
-                                    result: None,
-                                    aborted: true,
-                                    will_retry: false,
-                                    error_message: None,
-                                })
-                                .await;
-                            return Err(SessionError::Store("Compaction cancelled".into()));
+                            Ok(write_supplied(&host.conversation, &prepared, supplied))
                         }
                         HookDecision::Proceed => {
                             summarizer
-                                .compact(
-                                    &self.conversation,
+                                .summarize(
+                                    &host.conversation,
                                     prepared,
                                     custom_instructions,
-                                    &CancellationToken::new(),
+                                    cancel,
                                 )
                                 .await
                         }
-                    },
-                    Err(skip) => Err(skip),
+                    }
                 }
+                Err(skip) => Err(skip),
             }
-            Err(err) => Err(err.to_string()),
-        };
-        if let (Ok(result), Some(extensions)) = (&outcome, &self.extensions)
-            && extensions.subscribed("session_compact")
-        {
-            let entry = self
-                .conversation
-                .store()
-                .entries()
-                .last()
-                .and_then(|e| serde_json::to_value(e).ok());
-            crate::extension_hooks::notify(
-                extensions,
-                serde_json::json!({"type": "session_compact", "compactionEntry": entry,
-                    "fromExtension": from_extension, "reason": "manual", "willRetry": false,
-                    "result": result}),
-            )
-            .await;
         }
-        let (result, error_message) = match &outcome {
-            Ok(result) => (Some(result.clone()), None),
-            Err(error) => (None, Some(format!("Compaction failed: {error}"))),
-        };
-        self.events
-            .emit(SessionEvent::CompactionEnd {
-                reason: CompactionReason::Manual,
-                result,
-                aborted: false,
-                will_retry: false,
-                error_message,
-            })
-            .await;
-        outcome.map_err(SessionError::Store)
+        Err(err) => Err(err),
+    };
+    let outcome = match outcome {
+        Err(_) if cancel.is_cancelled() => Err(CANCELLED.to_string()),
+        other => other,
+    };
+    if let (Ok(result), Some(extensions)) = (&outcome, &host.extensions)
+        && extensions.subscribed("session_compact")
+    {
+        let entry = host
+            .conversation
+            .store()
+            .entries()
+            .last()
+            .and_then(|e| serde_json::to_value(e).ok());
+        crate::extension_hooks::notify(
+            extensions,
+            serde_json::json!({"type": "session_compact", "compactionEntry": entry,
+                "fromExtension": from_extension, "reason": "manual", "willRetry": false,
+                "result": result}),
+        )
+        .await;
     }
+    host.conversation.lock().compacting = false;
+    let aborted = matches!(&outcome, Err(e) if e == CANCELLED);
+    let (result, error_message) = match &outcome {
+        Ok(result) => (Some(result.clone()), None),
+        Err(_) if aborted => (None, None),
+        Err(error) => (None, Some(format!("Compaction failed: {error}"))),
+    };
+    host.events
+        .emit(SessionEvent::CompactionEnd {
+            reason: CompactionReason::Manual,
+            result,
+            aborted,
+            will_retry: false,
+            error_message,
+        })
+        .await;
+    outcome.map_err(SessionError::Store)
 }
+
+/// pi's text for a compaction an extension or an `abort` stopped.
+const CANCELLED: &str = "Compaction cancelled";
 
 /// `session_before_compact` (ext §3.2): the first `cancel` stops the compaction; a
 /// `compaction` an extension returns replaces the model's summary.
@@ -339,6 +377,7 @@ async fn ask_extensions(
     custom_instructions: Option<&str>,
     reason: &str,
     will_retry: bool,
+    cancel: Option<&CancellationToken>,
 ) -> HookDecision {
     if !extensions.subscribed("session_before_compact") {
         return HookDecision::Proceed;
@@ -365,7 +404,7 @@ async fn ask_extensions(
     }
     let mut decision = HookDecision::Proceed;
     extensions
-        .emit(event, None, |_, result| {
+        .emit(event, cancel, |_, result| {
             if result.get("cancel").and_then(serde_json::Value::as_bool) == Some(true) {
                 decision = HookDecision::Cancel;
                 return std::ops::ControlFlow::Break(());
@@ -509,7 +548,15 @@ pub(crate) async fn after_run(
     };
     let decision = match &host.extensions {
         Some(extensions) => {
-            ask_extensions(extensions, &prepared, None, reason_text, will_retry).await
+            ask_extensions(
+                extensions,
+                &prepared,
+                None,
+                reason_text,
+                will_retry,
+                Some(cancel),
+            )
+            .await
         }
         None => HookDecision::Proceed,
     };

@@ -59,6 +59,7 @@ impl AgentSession {
     pub(super) fn restore_from_store(&mut self) {
         let context = self.conversation.store().build_context();
         self.conversation.lock().messages = context.messages;
+        self.sync_todos();
         let level = context
             .thinking_level
             .and_then(|l| serde_json::from_value::<ThinkingLevel>(Value::String(l)).ok());
@@ -67,6 +68,13 @@ impl AgentSession {
             level,
             self.config.model_pattern.is_some(),
         );
+    }
+
+    /// The todo list in effect at the leaf (xcsh's resync): replaces the list of the
+    /// conversation that was there before.
+    pub(super) fn sync_todos(&self) {
+        let phases = crate::todos::latest_on_branch(&self.conversation.store().branch_path());
+        self.todos.reset(phases);
     }
 
     /// The directory new sessions go to: next to the current file, else the configured one.
@@ -103,6 +111,7 @@ impl AgentSession {
         if resumed {
             self.restore_from_store();
         } else {
+            self.todos.reset(Vec::new());
             self.record_start();
         }
     }
@@ -176,6 +185,8 @@ impl AgentSession {
         }
         self.abort().await;
         self.clear_queues().await;
+        // The old session's list never shows through while the new one is parsed.
+        self.todos.reset(Vec::new());
         // Until `settle` (which every command but `get_messages` calls first) an empty
         // in-memory session stands in; the old one is freed by the parse thread.
         let old_store = std::mem::replace(

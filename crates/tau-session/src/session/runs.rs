@@ -37,6 +37,8 @@ pub(crate) struct RunServices {
     pub extensions: Option<Arc<tau_extensions::Extensions>>,
     /// `images.blockImages`: the model sees a placeholder text in place of every image.
     pub block_images: bool,
+    /// The todo list whose open tasks a run that stops is reminded of.
+    pub todos: Arc<crate::todos::Todos>,
 }
 
 /// The session's run task, if one is under way.
@@ -118,6 +120,51 @@ impl Runs {
             prompts,
             host,
             services.summarizer,
+            services.todos,
+            cancel.clone(),
+            Arc::clone(&running),
+        ));
+        self.active = Some(ActiveRun {
+            cancel,
+            handle,
+            running,
+            ended,
+        });
+    }
+
+    /// Starts a `compact` command on the run task's slot, so that it is aborted, waited for
+    /// and held behind like a run: `isStreaming` stays true (as during a run's own
+    /// compaction) and a prompt meanwhile is held until it ends. `spec` (none without a
+    /// model) serves the run that delivers messages queued meanwhile.
+    pub fn start_compaction(
+        &mut self,
+        spec: Option<RunSpec>,
+        services: RunServices,
+        compaction: ManualCompaction,
+    ) {
+        let cancel = CancellationToken::new();
+        let running = Arc::new(AtomicBool::new(true));
+        // Set from the start: a prompt is held, as after a run's `agent_end`, and goes to the
+        // compacted context.
+        let ended = Arc::new(AtomicBool::new(true));
+        let host = Host {
+            conversation: services.conversation,
+            events: services.events,
+            retry: services.retry,
+            context_window: spec.as_ref().map_or(0, |s| s.model.context_window),
+            ended: Arc::clone(&ended),
+            extensions: services.extensions,
+            block_images: services.block_images,
+            turn_index: std::sync::atomic::AtomicU64::new(0),
+            cancel: cancel.clone(),
+        };
+        host.conversation.lock().run_active = true;
+        let handle = tokio::spawn(compact_then_deliver(
+            spec,
+            host,
+            services.summarizer,
+            services.todos,
+            compaction,
             cancel.clone(),
             Arc::clone(&running),
         ));
@@ -130,6 +177,51 @@ impl Runs {
     }
 }
 
+/// A `compact` command for the run task: its instructions, the summariser (or why there is
+/// none) and who gets the outcome.
+pub(crate) struct ManualCompaction {
+    pub custom_instructions: Option<String>,
+    pub summarizer: Result<compact::Summarizer, String>,
+    pub done: compact::CompactDone,
+}
+
+/// The task of a `compact` command: the compaction, its outcome handed on, then a run for
+/// the messages queued meanwhile (pi would have started them at once, beside the
+/// compaction). Without such a run nothing more is written: there was no `agent_start`, so
+/// there is no `agent_settled`.
+async fn compact_then_deliver(
+    spec: Option<RunSpec>,
+    host: Host,
+    summarizer: Option<compact::Summarizer>,
+    todos: Arc<crate::todos::Todos>,
+    compaction: ManualCompaction,
+    cancel: CancellationToken,
+    running: Arc<AtomicBool>,
+) {
+    let outcome = compact::manual(
+        &host,
+        compaction.summarizer,
+        compaction.custom_instructions.as_deref(),
+        &cancel,
+    )
+    .await;
+    (compaction.done)(outcome).await;
+    let queued = {
+        let state = host.conversation.lock();
+        !state.steering.is_empty() || !state.follow_up.is_empty()
+    };
+    match spec {
+        // After an abort the aborting command starts that run itself (decision 10).
+        Some(spec) if queued && !cancel.is_cancelled() => {
+            drive(spec, Vec::new(), host, summarizer, todos, cancel, running).await;
+        }
+        _ => {
+            bash::flush_held_back(&host.conversation);
+            running.store(false, Ordering::Release);
+        }
+    }
+}
+
 /// The task: the agent loop, again after a retry or an overflow's compaction, then the
 /// post-run work and `agent_settled`.
 async fn drive(
@@ -137,6 +229,7 @@ async fn drive(
     mut prompts: Vec<AgentMessage>,
     host: Host,
     summarizer: Option<compact::Summarizer>,
+    todos: Arc<crate::todos::Todos>,
     run_cancel: CancellationToken,
     running: Arc<AtomicBool>,
 ) {
@@ -163,6 +256,9 @@ async fn drive(
         }
         if let Some(queued) = continues_for_extensions(&host, &run_cancel).await {
             prompts = queued;
+            continue;
+        }
+        if remind_of_todos(&host, &todos, &added, &run_cancel).await {
             continue;
         }
         break;
@@ -214,6 +310,48 @@ async fn continues_for_extensions(
     Some(taken.into_iter().map(|q| q.message).collect())
 }
 
+/// xcsh's todo reminder (§6.2): a run whose last reply stopped on its own (no tool call, no
+/// error, no abort) while tasks are open gets `todo_reminder`, a hidden message listing them,
+/// and another run from there. The message is kept in the session file too, so a reopened
+/// session shows the model the context it answered.
+async fn remind_of_todos(
+    host: &Host,
+    todos: &crate::todos::Todos,
+    added: &[AgentMessage],
+    run_cancel: &CancellationToken,
+) -> bool {
+    if run_cancel.is_cancelled() {
+        return false;
+    }
+    let Some(last) = added.iter().rev().find_map(|m| match m {
+        AgentMessage::Assistant(a) => Some(a),
+        _ => None,
+    }) else {
+        return false;
+    };
+    let calls_tools = last
+        .content
+        .iter()
+        .any(|c| matches!(c, tau_ai::AssistantContent::ToolCall(_)));
+    if calls_tools
+        || matches!(
+            last.stop_reason,
+            tau_ai::StopReason::Error | tau_ai::StopReason::Aborted
+        )
+    {
+        return false;
+    }
+    let Some(reminder) = todos.next_reminder() else {
+        return false;
+    };
+    host.events.emit(reminder.event).await;
+    let message = reminder.message;
+    host.conversation.lock().messages.push(message.clone());
+    host.conversation
+        .persist(|store| store.append_message(message));
+    true
+}
+
 /// After a run: when its last reply failed in a way worth retrying (rpc.md §9) and attempts
 /// remain, announces the retry, takes the failed reply out of the in-memory context (the
 /// session file keeps it), waits out the back-off and says to run again. A series that ends
@@ -246,7 +384,10 @@ async fn retry_after_failure(
         return false;
     }
     let retryable = crate::retry::is_retryable_reply(last, host.context_window);
-    let scheduled = if retryable {
+    // Once stdin has closed nobody waits for a retry, and its back-off would keep the
+    // process alive (T77).
+    let input_closed = host.conversation.input_closed();
+    let scheduled = if retryable && !input_closed {
         // The provider's `retry-after` header, else a delay named in the error text.
         let retry_after = last
             .retry_after_ms
@@ -296,3 +437,20 @@ async fn retry_after_failure(
     }
     true
 }
+
+impl super::AgentSession {
+    /// stdin has closed (T77): the work under way may finish (decision 11), but nothing in it
+    /// may wait on the client or on a silent provider any more. Pending host-tool calls fail
+    /// with xcsh's disconnect text (later ones at once), a retry back-off ends and no new one
+    /// starts, and every provider stream, this run's and later ones', fails after
+    /// [`SILENCE_AFTER_INPUT_CLOSED`] without data.
+    pub fn input_closed(&self) {
+        self.host_bridge.disconnect();
+        self.conversation.close_input(SILENCE_AFTER_INPUT_CLOSED);
+        self.abort_retry();
+    }
+}
+
+/// How long a provider may send nothing once stdin has closed before its stream fails.
+pub(crate) const SILENCE_AFTER_INPUT_CLOSED: std::time::Duration =
+    std::time::Duration::from_secs(5);

@@ -210,6 +210,7 @@ impl AgentSession {
         };
         let messages = self.conversation.store().build_context().messages;
         self.conversation.lock().messages = messages;
+        self.sync_todos();
         self.refresh_extension_state();
         if let Some(extensions) = self.extensions.clone() {
             let mut event = json!({

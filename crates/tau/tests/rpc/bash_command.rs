@@ -32,7 +32,8 @@ fn output_and_exit_code_come_back_without_an_error() {
     let data = bash(&mut t, "echo hello; echo err >&2; exit 3");
     assert_eq!(
         data,
-        json!({"output": "hello\nerr\n", "exitCode": 3, "cancelled": false, "truncated": false})
+        json!({"output": "hello\nerr\n", "exitCode": 3, "cancelled": false, "truncated": false,
+            "totalLines": 2, "totalBytes": 10, "outputLines": 2, "outputBytes": 10})
     );
     // Escapes and carriage returns are cleaned; invalid UTF-8 becomes U+FFFD.
     let data = bash(&mut t, r"printf '\033[31mred\033[0m\r\na\377b\n'");
@@ -69,7 +70,8 @@ fn abort_bash_stops_the_newest_command_then_the_next() {
     let second = t.response("slow2");
     assert_eq!(
         second["data"],
-        json!({"output": "started\n", "cancelled": true, "truncated": false})
+        json!({"output": "started\n", "cancelled": true, "truncated": false,
+            "totalLines": 1, "totalBytes": 8, "outputLines": 1, "outputBytes": 8})
     );
     assert_eq!(t.request(json!({"type": "abort_bash"}))["success"], true);
     let first = t.response("slow1");

@@ -33,10 +33,6 @@ fn startup_errors_use_stderr_and_exit_1() {
         "--name requires a non-empty value",
     );
     fails_with(
-        &["--mode", "rpc", "--thinking", "max"],
-        "Invalid thinking level \"max\". Valid levels: off, minimal, low, medium, high, xhigh",
-    );
-    fails_with(
         &["--mode", "rpc", "--no-session", "--continue"],
         "--session, --session-id, --fork, --continue and --no-session cannot be combined",
     );

@@ -360,3 +360,175 @@ fn get_state_reports_a_compaction_in_progress() {
     let after = t.request(json!({"type": "get_state"}))["data"]["isCompacting"].clone();
     assert_eq!(after, false);
 }
+
+/// Where the first record matching `pred` is in the history (panics when absent).
+fn position_of(t: &Tau, what: &str, pred: impl Fn(&Value) -> bool) -> usize {
+    t.history()
+        .iter()
+        .position(|r| r.json.as_ref().is_some_and(&pred))
+        .unwrap_or_else(|| panic!("no {what} in the history"))
+}
+
+fn response_to(id: &'static str) -> impl Fn(&Value) -> bool {
+    move |j: &Value| j["type"] == "response" && j["id"] == id
+}
+
+/// Issue 16: `compact` used to hold the input loop until the summary came back, so neither
+/// `get_state` nor `abort` was answered and the compaction could not be stopped.
+#[test]
+fn compact_leaves_the_input_loop_free_and_abort_cancels_it() {
+    let (mock, mut t) = setup(100_000, json!({"compaction": {"keepRecentTokens": 150}}));
+    exchange(&mock, &mut t, &long("first"), &long("answer"));
+    exchange(&mock, &mut t, &long("second"), &long("reply"));
+    // A summary that would take a minute.
+    mock.push(Reply::text("TOO-LATE").delay_ms(60_000));
+    t.send(&json!({"id": "c", "type": "compact"}));
+    t.event("compaction_start");
+    std::thread::sleep(Duration::from_millis(300));
+    t.send(&json!({"id": "s", "type": "get_state"}));
+    t.send(&json!({"id": "a", "type": "abort"}));
+    let state = t.response("s");
+    assert_eq!(state["data"]["isCompacting"], true, "{state}");
+    // Far below the summary's minute: the abort ended the compaction.
+    let compacted = t.response_within("c", Duration::from_secs(15));
+    assert_eq!(compacted["success"], false, "{compacted}");
+    assert_eq!(compacted["error"], "Compaction cancelled");
+    assert_eq!(t.response("a")["success"], true);
+    let end = t
+        .history()
+        .iter()
+        .filter_map(|r| r.json.clone())
+        .find(|j| j["type"] == "compaction_end")
+        .expect("compaction_end");
+    assert_eq!(end["reason"], "manual");
+    assert_eq!(end["aborted"], true, "{end}");
+    assert!(end.get("errorMessage").is_none(), "{end}");
+    assert_eq!(end["result"], Value::Null);
+    // get_state was answered while compacting; the abort's answer waits for the end.
+    let answered = position_of(&t, "get_state response", response_to("s"));
+    let ended = position_of(&t, "compaction_end", |j| j["type"] == "compaction_end");
+    let compact_answered = position_of(&t, "compact response", response_to("c"));
+    let abort_answered = position_of(&t, "abort response", response_to("a"));
+    assert!(
+        answered < ended && ended < compact_answered && compact_answered < abort_answered,
+        "{answered} {ended} {compact_answered} {abort_answered}"
+    );
+    let state = t.request(json!({"type": "get_state"}));
+    assert_eq!(state["data"]["isCompacting"], false);
+    assert_eq!(state["data"]["isStreaming"], false);
+    let entries = t.request(json!({"type": "get_entries"}));
+    assert!(
+        !entries["data"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "compaction"),
+        "nothing was written"
+    );
+    // Nothing was lost: compacting again works.
+    mock.push(Reply::text("## Goal\nSECOND-TRY"));
+    mock.push(Reply::text("PREFIX"));
+    let again = t.request(json!({"type": "compact"}));
+    assert_eq!(again["success"], true, "{again}");
+}
+
+/// A prompt sent during `compact` is neither refused nor run on the old context: it is
+/// answered when the compaction has ended and its run sees the summary (T76).
+#[test]
+fn a_prompt_during_compact_runs_after_it_on_the_compacted_context() {
+    let (mock, mut t) = setup(100_000, json!({"compaction": {"keepRecentTokens": 150}}));
+    exchange(
+        &mock,
+        &mut t,
+        &long("first-question"),
+        &long("first-answer"),
+    );
+    exchange(
+        &mock,
+        &mut t,
+        &long("second-question"),
+        &long("second-answer"),
+    );
+    exchange(
+        &mock,
+        &mut t,
+        &long("third-question"),
+        &long("third-answer"),
+    );
+    mock.push(Reply::text("## Goal\nSLOW-SUMMARY").delay_ms(500));
+    mock.push(Reply::text("PREFIX-TEXT"));
+    mock.push(Reply::text("answered after the compaction"));
+    t.send(&json!({"id": "c", "type": "compact"}));
+    t.event("compaction_start");
+    t.send(&json!({"id": "p", "type": "prompt", "message": "next question"}));
+    let compacted = t.response("c");
+    assert_eq!(compacted["success"], true, "{compacted}");
+    let prompted = t.response("p");
+    assert_eq!(prompted["success"], true, "{prompted}");
+    until_settled(&mut t);
+    let ended = position_of(&t, "compaction_end", |j| j["type"] == "compaction_end");
+    let compact_answered = position_of(&t, "compact response", response_to("c"));
+    let prompt_answered = position_of(&t, "prompt response", response_to("p"));
+    let started = t
+        .history()
+        .iter()
+        .rposition(|r| r.json.as_ref().is_some_and(|j| j["type"] == "agent_start"))
+        .unwrap();
+    assert!(
+        ended < compact_answered && compact_answered < prompt_answered && prompt_answered < started,
+        "{ended} {compact_answered} {prompt_answered} {started}"
+    );
+    let requests = mock.requests();
+    let last = requests.last().unwrap().body["messages"].to_string();
+    assert!(last.contains("SLOW-SUMMARY"), "{last}");
+    assert!(last.contains("next question"), "{last}");
+    assert!(!last.contains("first-question"), "{last}");
+    let messages = t.request(json!({"type": "get_messages"}))["data"]["messages"].clone();
+    assert_eq!(messages[0]["role"], "compactionSummary");
+    let last_text = t.request(json!({"type": "get_last_assistant_text"}));
+    assert_eq!(last_text["data"]["text"], "answered after the compaction");
+}
+
+/// A follow-up queued during `compact` is delivered by a run that starts right after it.
+#[test]
+fn a_follow_up_queued_during_compact_is_delivered_after_it() {
+    let (mock, mut t) = setup(100_000, json!({"compaction": {"keepRecentTokens": 150}}));
+    exchange(
+        &mock,
+        &mut t,
+        &long("first-question"),
+        &long("first-answer"),
+    );
+    exchange(
+        &mock,
+        &mut t,
+        &long("second-question"),
+        &long("second-answer"),
+    );
+    exchange(
+        &mock,
+        &mut t,
+        &long("third-question"),
+        &long("third-answer"),
+    );
+    mock.push(Reply::text("## Goal\nSUMMARY").delay_ms(500));
+    mock.push(Reply::text("PREFIX-TEXT"));
+    mock.push(Reply::text("the follow-up's answer"));
+    t.send(&json!({"id": "c", "type": "compact"}));
+    t.event("compaction_start");
+    let queued = t.request(json!({"type": "prompt", "message": "queued meanwhile",
+        "streamingBehavior": "followUp"}));
+    assert_eq!(queued["data"]["disposition"], "queued", "{queued}");
+    assert_eq!(t.response("c")["success"], true);
+    let records = until_settled(&mut t);
+    assert!(records.iter().any(|r| r["type"] == "agent_start"));
+    let last = mock.requests().last().unwrap().body["messages"].to_string();
+    assert!(
+        last.contains("queued meanwhile") && last.contains("SUMMARY"),
+        "{last}"
+    );
+    assert_eq!(
+        t.request(json!({"type": "get_last_assistant_text"}))["data"]["text"],
+        "the follow-up's answer"
+    );
+}

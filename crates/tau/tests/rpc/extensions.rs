@@ -364,7 +364,15 @@ fn the_extension_mirror_follows_the_session() {
     assert_eq!(mirror["thinkingLevel"], "high");
     assert_eq!(
         mirror["activeTools"],
-        json!(["read", "bash", "edit", "write", "shout", "tally"])
+        json!([
+            "read",
+            "bash",
+            "edit",
+            "write",
+            "todo_write",
+            "shout",
+            "tally"
+        ])
     );
     assert_eq!(mirror["models"], json!(["mock-1", "mock-2"]));
     t.request(json!({"id": "m", "type": "set_model", "provider": "mock", "modelId": "mock-2"}));

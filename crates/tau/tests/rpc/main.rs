@@ -14,6 +14,7 @@ mod commands;
 mod compaction;
 mod ext_session;
 mod extensions;
+mod flags;
 mod framing;
 mod lifecycle;
 mod models;
@@ -25,6 +26,7 @@ mod retry;
 mod sessions;
 mod settings;
 mod state;
+mod todos;
 
 use tau_test_kit::{Tau, TauBuilder};
 

@@ -354,7 +354,14 @@ fn dynamic_tools_registered_at_runtime_are_offered_with_their_snippets() {
     let body = &mock.requests()[0].body;
     assert_eq!(
         tool_names(body),
-        ["read", "bash", "edit", "write", "echo_session"],
+        [
+            "read",
+            "bash",
+            "edit",
+            "write",
+            "todo_write",
+            "echo_session"
+        ],
         "the tool registered in session_start is active"
     );
     let echo = body["tools"]
@@ -411,7 +418,15 @@ fn dynamic_tools_registered_at_runtime_are_offered_with_their_snippets() {
     let body = &mock.requests()[2].body;
     assert_eq!(
         tool_names(body),
-        ["read", "bash", "edit", "write", "echo_session", "loud_1"]
+        [
+            "read",
+            "bash",
+            "edit",
+            "write",
+            "todo_write",
+            "echo_session",
+            "loud_1"
+        ]
     );
     let system = system_of(body);
     assert!(system.contains("- loud_1: Echo back user-provided text with [loud_1] prefix"));
@@ -1239,7 +1254,10 @@ fn plan_mode_restricts_tools_blocks_unsafe_bash_and_asks_about_the_plan() {
     );
     assert!(!t.cwd().join("x.txt").exists());
     let first = &mock.requests()[0].body;
-    assert_eq!(tool_names(first), ["read", "bash", "grep", "find", "ls"]);
+    assert_eq!(
+        tool_names(first),
+        ["read", "bash", "todo_write", "grep", "find", "ls"]
+    );
     assert!(
         first["messages"].to_string().contains("[PLAN MODE ACTIVE]"),
         "the before_agent_start message is context"
@@ -1265,7 +1283,7 @@ fn plan_mode_restricts_tools_blocks_unsafe_bash_and_asks_about_the_plan() {
     assert_eq!(
         plan_entry(&mut t),
         json!({"enabled": true, "executing": false,
-               "toolsBeforePlanMode": ["read", "bash", "edit", "write"],
+               "toolsBeforePlanMode": ["read", "bash", "edit", "write", "todo_write"],
                "todos": [{"step": 1, "text": "Inspect the config loader", "completed": false},
                          {"step": 2, "text": "Rewrite parser error messages", "completed": false},
                          {"step": 3, "text": "Document the new flags", "completed": false}]})
@@ -1301,7 +1319,10 @@ fn plan_mode_restricts_tools_blocks_unsafe_bash_and_asks_about_the_plan() {
         "no plan context outside plan mode"
     );
     let body = mock.requests().last().unwrap().body.clone();
-    assert_eq!(tool_names(&body), ["read", "bash", "edit", "write"]);
+    assert_eq!(
+        tool_names(&body),
+        ["read", "bash", "edit", "write", "todo_write"]
+    );
     assert!(
         !body["messages"].to_string().contains("[PLAN MODE ACTIVE]"),
         "the context handler drops the earlier plan-mode message: {}",
@@ -1334,7 +1355,10 @@ fn plan_mode_restricts_tools_blocks_unsafe_bash_and_asks_about_the_plan() {
     t.send(&json!({"id": "p3", "type": "prompt", "message": "look again"}));
     settle(&mut t);
     let body = mock.requests().last().unwrap().body.clone();
-    assert_eq!(tool_names(&body), ["read", "bash", "grep", "find", "ls"]);
+    assert_eq!(
+        tool_names(&body),
+        ["read", "bash", "todo_write", "grep", "find", "ls"]
+    );
     assert!(body["messages"].to_string().contains("[PLAN MODE ACTIVE]"));
 }
 
@@ -1408,7 +1432,7 @@ fn plan_mode_executes_refines_and_completes_the_plan() {
     let execute_request = &mock.requests()[2].body;
     assert_eq!(
         tool_names(execute_request),
-        ["read", "bash", "edit", "write"],
+        ["read", "bash", "edit", "write", "todo_write"],
         "full access restored"
     );
     let sent = execute_request["messages"].to_string();
@@ -1538,7 +1562,10 @@ fn plan_mode_executes_refines_and_completes_the_plan() {
         "one call for the refinement"
     );
     let refine = mock.requests().last().unwrap().body.clone();
-    assert_eq!(tool_names(&refine), ["read", "bash", "grep", "find", "ls"]);
+    assert_eq!(
+        tool_names(&refine),
+        ["read", "bash", "todo_write", "grep", "find", "ls"]
+    );
     let sent = refine["messages"].to_string();
     assert!(sent.contains("Also cover the man page"), "{sent}");
     assert!(sent.contains("**Plan Steps (2):**"), "{sent}");
@@ -1588,6 +1615,9 @@ fn plan_mode_is_restored_after_a_restart() {
     let select = ui_where(&mut again, |r| r["method"] == "select");
     assert_eq!(select["title"], "Plan mode - what next?");
     let body = mock.requests().last().unwrap().body.clone();
-    assert_eq!(tool_names(&body), ["read", "bash", "grep", "find", "ls"]);
+    assert_eq!(
+        tool_names(&body),
+        ["read", "bash", "todo_write", "grep", "find", "ls"]
+    );
     assert!(body["messages"].to_string().contains("[PLAN MODE ACTIVE]"));
 }

@@ -34,6 +34,8 @@ fn fresh_state_has_every_field_in_order() {
             "pendingMessageCount",
             "queuedMessageCount",
             "todoPhases",
+            "systemPrompt",
+            "dumpTools",
         ]
     );
     assert_eq!(s["model"], Value::Null);
