@@ -80,7 +80,9 @@ fn a_bad_thinking_level_and_theme_flags_warn_and_go_on() {
             .arg("--thinking")
             .arg("bogus")
             .arg("--theme")
-            .arg("dark.json"),
+            .arg("dark.json")
+            // Accepted: tau makes no network calls at start-up anyway.
+            .arg("--offline"),
     );
     let state = t.request(json!({"id": "s", "type": "get_state"}));
     assert_eq!(state["success"], true);
