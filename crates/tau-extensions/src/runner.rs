@@ -177,6 +177,8 @@ struct Shared {
     actions: mpsc::UnboundedSender<Work>,
     /// Set by [`Extensions::shutdown`]: processes ending after it are not failures.
     shutting_down: std::sync::atomic::AtomicBool,
+    /// Set by [`Extensions::client_gone`]: nobody can answer a dialog any more.
+    client_gone: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Extensions {
@@ -250,6 +252,7 @@ impl Extensions {
             extensions: RwLock::default(),
             outlet,
             dialogs: Mutex::default(),
+            client_gone: std::sync::atomic::AtomicBool::new(false),
             actions: actions_tx,
             shutting_down: std::sync::atomic::AtomicBool::new(false),
         });
@@ -809,6 +812,31 @@ impl Extensions {
         }
     }
 
+    /// The client closed its input (T77): every open dialog is answered `cancelled`, and so is
+    /// every dialog opened from now on, instead of waiting for a reply that cannot come.
+    pub fn client_gone(&self) {
+        self.shared
+            .client_gone
+            .store(true, std::sync::atomic::Ordering::Release);
+        let open: Vec<OpenDialog> = self
+            .shared
+            .dialogs
+            .lock()
+            .map(|mut d| d.drain().map(|(_, dialog)| dialog).collect())
+            .unwrap_or_default();
+        for dialog in open {
+            if let Some(process) = self.processes.get(dialog.process) {
+                process.dialog(false);
+                process.notify(ToExtension::UiResponse {
+                    id: dialog.id,
+                    value: None,
+                    confirmed: None,
+                    cancelled: Some(true),
+                });
+            }
+        }
+    }
+
     /// Tells every process to finish.
     pub fn shutdown(&self) {
         self.shared
@@ -856,6 +884,17 @@ impl FrameHandler for Shared {
                             | UiMethod::Editor { .. }
                     );
                     let id = uuid::Uuid::new_v4().to_string();
+                    if dialog && self.client_gone.load(std::sync::atomic::Ordering::Acquire) {
+                        // The client has closed its input: the dialog is cancelled at once
+                        // rather than left to its deadline.
+                        process.notify(ToExtension::UiResponse {
+                            id: request.id,
+                            value: None,
+                            confirmed: None,
+                            cancelled: Some(true),
+                        });
+                        return;
+                    }
                     if dialog {
                         process.dialog(true);
                         if let Ok(mut dialogs) = self.dialogs.lock() {

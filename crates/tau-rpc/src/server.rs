@@ -1338,6 +1338,9 @@ where
                 None => {
                     // The client is gone: nothing may wait on it any more (T77).
                     server.session.input_closed();
+                    if let Some(extensions) = server.session.extensions() {
+                        extensions.client_gone();
+                    }
                     break ExitReason::InputClosed;
                 }
             },

@@ -951,3 +951,26 @@ fn an_extension_labels_an_entry() {
     assert_eq!(label["targetId"], leaf);
     assert_eq!(label["label"], "checked");
 }
+
+#[test]
+fn a_dialog_open_at_the_end_of_input_is_cancelled_and_tau_exits() {
+    let (_mock, mut t) = start("", None);
+    t.event("extension_ui_request");
+    t.send(&json!({"id": "g", "type": "prompt", "message": "/greet world"}));
+    let dialog = t.event("extension_ui_request");
+    assert_eq!(dialog["method"], "confirm");
+    let started = std::time::Instant::now();
+    t.close_stdin();
+    let status = t.wait_exit(Duration::from_secs(20));
+    assert!(status.success(), "{}", t.stderr());
+    // The dialog's deadline is 30 s: it was cancelled, not waited out.
+    assert!(started.elapsed() < Duration::from_secs(10));
+    t.drain(Duration::from_secs(2));
+    let records: Vec<Value> = t.history().iter().filter_map(|r| r.json.clone()).collect();
+    assert!(
+        records
+            .iter()
+            .any(|r| r["method"] == "notify" && r["message"] == "greeting declined"),
+        "{records:?}"
+    );
+}
