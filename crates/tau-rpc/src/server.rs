@@ -394,17 +394,32 @@ impl RpcServer {
         )
         .await;
         self.session.reload_resources();
-        self.session.refresh_extension_state();
-        extensions.reinitialize("reload").await;
-        tau_session::extension_hooks::notify(
+        self.restart_extensions(
             &extensions,
+            "reload",
             json!({"type": "session_start", "reason": "reload"}),
+            "reload",
         )
         .await;
+    }
+
+    /// New extension instances for the session as it now is (`reinitialize` with `reason`),
+    /// then `start` (`session_start`) and `resources_discover`, whose paths join the session's
+    /// sources: what follows a session replacement and a reload alike.
+    async fn restart_extensions(
+        &mut self,
+        extensions: &tau_extensions::Extensions,
+        reason: &str,
+        start: Value,
+        discover_reason: &str,
+    ) {
+        self.session.refresh_extension_state();
+        extensions.reinitialize(reason).await;
+        tau_session::extension_hooks::notify(extensions, start).await;
         let (skills, prompts) = tau_session::extension_hooks::resources_discover(
-            &extensions,
+            extensions,
             self.session.cwd(),
-            "reload",
+            discover_reason,
         )
         .await;
         self.session.add_resource_paths(skills, prompts);
@@ -553,20 +568,12 @@ impl RpcServer {
         let reply = self.dispatch_simple(id, command).await;
         self.session.settle();
         if self.session.session_id() != previous_id {
-            self.session.refresh_extension_state();
-            extensions.reinitialize(reason).await;
             let mut start = json!({"type": "session_start", "reason": reason});
             if let Some(file) = previous_file {
                 start["previousSessionFile"] = json!(file.display().to_string());
             }
-            tau_session::extension_hooks::notify(extensions, start).await;
-            let (skills, prompts) = tau_session::extension_hooks::resources_discover(
-                extensions,
-                self.session.cwd(),
-                "startup",
-            )
-            .await;
-            self.session.add_resource_paths(skills, prompts);
+            self.restart_extensions(extensions, reason, start, "startup")
+                .await;
         }
         reply
     }

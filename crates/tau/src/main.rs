@@ -162,9 +162,15 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     };
     let store =
         startup_store(&config, &settings, &choice).map_err(|message| anyhow::anyhow!(message))?;
-    let header = match &store {
-        tau_session::StartupStore::Ready(store) => serde_json::to_value(store.header()).ok(),
-        tau_session::StartupStore::Opening(open) => serde_json::to_value(open.header()).ok(),
+    // JSON mode prints the session header first, as pi does.
+    let header = match (&store, options.mode) {
+        (_, RunMode::Rpc | RunMode::Text) => None,
+        (tau_session::StartupStore::Ready(store), RunMode::Json) => {
+            serde_json::to_value(store.header()).ok()
+        }
+        (tau_session::StartupStore::Opening(open), RunMode::Json) => {
+            serde_json::to_value(open.header()).ok()
+        }
     };
 
     let protocol_out = take_over_stdout()?;
@@ -312,15 +318,19 @@ async fn load_extensions(
         (true, false) => Some(true),
         (false, false) => None,
     };
-    let untrusted = discover(flagged.unwrap_or(false))?;
+    // One pass in the usual case: the list as if trusted, which is the list to load unless the
+    // project has extensions of its own and no flag decided about them.
+    let trusted_list = discover(flagged.unwrap_or(true))?;
     // Listed but not installed: tau never installs packages (decision T72).
     for warning in tau_extensions::discovery::package_warnings(&sources(flagged.unwrap_or(false))) {
         warn(&warning);
     }
-    let project_has_extensions = flagged.is_none() && discover(true)?.len() > untrusted.len();
+    let project_has_extensions =
+        flagged.is_none() && trusted_list.iter().any(|e| e.scope == "project");
     if !project_has_extensions {
-        return start_extensions(&untrusted, mode, config, settings).await;
+        return start_extensions(&trusted_list, mode, config, settings).await;
     }
+    let untrusted = discover(false)?;
     // The pre-pass: the command line's and the user's extensions are asked first.
     let prepass = start_extensions(&untrusted, mode, config, settings).await?;
     let asked = match &prepass {
@@ -355,7 +365,7 @@ async fn load_extensions(
     if let Some(loaded) = &prepass {
         loaded.set.shutdown();
     }
-    start_extensions(&discover(true)?, mode, config, settings).await
+    start_extensions(&trusted_list, mode, config, settings).await
 }
 
 /// `project_trust` to the loaded extensions: the first `yes` or `no` decides, with whether to

@@ -100,36 +100,17 @@ impl Runs {
 
     /// Starts a run of `prompts` on its own task.
     pub fn start(&mut self, spec: RunSpec, prompts: Vec<AgentMessage>, services: RunServices) {
-        let cancel = CancellationToken::new();
-        let running = Arc::new(AtomicBool::new(true));
-        let ended = Arc::new(AtomicBool::new(false));
-        let host = Host {
-            conversation: services.conversation,
-            events: services.events,
-            retry: services.retry,
-            context_window: spec.model.context_window,
-            ended: Arc::clone(&ended),
-            extensions: services.extensions,
-            block_images: services.block_images,
-            turn_index: std::sync::atomic::AtomicU64::new(0),
-            cancel: cancel.clone(),
-        };
-        host.conversation.lock().run_active = true;
-        let handle = tokio::spawn(drive(
-            spec,
-            prompts,
-            host,
-            services.summarizer,
-            services.todos,
-            cancel.clone(),
-            Arc::clone(&running),
-        ));
-        self.active = Some(ActiveRun {
-            cancel,
-            handle,
-            running,
-            ended,
-        });
+        let context_window = spec.model.context_window;
+        self.launch(
+            services,
+            context_window,
+            false,
+            |host, summarizer, todos, cancel, running| {
+                tokio::spawn(drive(
+                    spec, prompts, host, summarizer, todos, cancel, running,
+                ))
+            },
+        );
     }
 
     /// Starts a `compact` command on the run task's slot, so that it is aborted, waited for
@@ -142,16 +123,44 @@ impl Runs {
         services: RunServices,
         compaction: ManualCompaction,
     ) {
+        let context_window = spec.as_ref().map_or(0, |s| s.model.context_window);
+        // `ended` is set from the start: a prompt is held, as after a run's `agent_end`, and
+        // goes to the compacted context.
+        self.launch(
+            services,
+            context_window,
+            true,
+            |host, summarizer, todos, cancel, running| {
+                tokio::spawn(compact_then_deliver(
+                    spec, host, summarizer, todos, compaction, cancel, running,
+                ))
+            },
+        );
+    }
+
+    /// The task slot's bookkeeping shared by runs and `compact`: the host the task works
+    /// through, the flags the session reads, and the handle it aborts and waits for.
+    fn launch(
+        &mut self,
+        services: RunServices,
+        context_window: u64,
+        ended: bool,
+        spawn: impl FnOnce(
+            Host,
+            Option<compact::Summarizer>,
+            Arc<crate::todos::Todos>,
+            CancellationToken,
+            Arc<AtomicBool>,
+        ) -> tokio::task::JoinHandle<()>,
+    ) {
         let cancel = CancellationToken::new();
         let running = Arc::new(AtomicBool::new(true));
-        // Set from the start: a prompt is held, as after a run's `agent_end`, and goes to the
-        // compacted context.
-        let ended = Arc::new(AtomicBool::new(true));
+        let ended = Arc::new(AtomicBool::new(ended));
         let host = Host {
             conversation: services.conversation,
             events: services.events,
             retry: services.retry,
-            context_window: spec.as_ref().map_or(0, |s| s.model.context_window),
+            context_window,
             ended: Arc::clone(&ended),
             extensions: services.extensions,
             block_images: services.block_images,
@@ -159,15 +168,13 @@ impl Runs {
             cancel: cancel.clone(),
         };
         host.conversation.lock().run_active = true;
-        let handle = tokio::spawn(compact_then_deliver(
-            spec,
+        let handle = spawn(
             host,
             services.summarizer,
             services.todos,
-            compaction,
             cancel.clone(),
             Arc::clone(&running),
-        ));
+        );
         self.active = Some(ActiveRun {
             cancel,
             handle,

@@ -48,6 +48,18 @@ fn exchange(mock: &BackgroundMock, t: &mut Tau, question: &str, answer: &str) ->
     until_settled(t)
 }
 
+/// Three long exchanges: enough history that compacting keeps only part of it.
+fn three_exchanges(mock: &BackgroundMock, t: &mut Tau) {
+    for n in ["first", "second", "third"] {
+        exchange(
+            mock,
+            t,
+            &long(&format!("{n}-question")),
+            &long(&format!("{n}-answer")),
+        );
+    }
+}
+
 fn long(word: &str) -> String {
     format!("{} ", word).repeat(100)
 }
@@ -62,24 +74,7 @@ fn system_of(request: &Value) -> String {
 #[test]
 fn compact_summarises_the_old_part_and_the_model_then_sees_the_summary() {
     let (mock, mut t) = setup(100_000, json!({"compaction": {"keepRecentTokens": 150}}));
-    exchange(
-        &mock,
-        &mut t,
-        &long("first-question"),
-        &long("first-answer"),
-    );
-    exchange(
-        &mock,
-        &mut t,
-        &long("second-question"),
-        &long("second-answer"),
-    );
-    exchange(
-        &mock,
-        &mut t,
-        &long("third-question"),
-        &long("third-answer"),
-    );
+    three_exchanges(&mock, &mut t);
 
     // The cut falls inside the last turn: one request for the history, one for the turn's start.
     mock.push(Reply::text("## Goal\nSUMMARY-TEXT"));
@@ -437,24 +432,7 @@ fn compact_leaves_the_input_loop_free_and_abort_cancels_it() {
 #[test]
 fn a_prompt_during_compact_runs_after_it_on_the_compacted_context() {
     let (mock, mut t) = setup(100_000, json!({"compaction": {"keepRecentTokens": 150}}));
-    exchange(
-        &mock,
-        &mut t,
-        &long("first-question"),
-        &long("first-answer"),
-    );
-    exchange(
-        &mock,
-        &mut t,
-        &long("second-question"),
-        &long("second-answer"),
-    );
-    exchange(
-        &mock,
-        &mut t,
-        &long("third-question"),
-        &long("third-answer"),
-    );
+    three_exchanges(&mock, &mut t);
     mock.push(Reply::text("## Goal\nSLOW-SUMMARY").delay_ms(500));
     mock.push(Reply::text("PREFIX-TEXT"));
     mock.push(Reply::text("answered after the compaction"));
@@ -493,24 +471,7 @@ fn a_prompt_during_compact_runs_after_it_on_the_compacted_context() {
 #[test]
 fn a_follow_up_queued_during_compact_is_delivered_after_it() {
     let (mock, mut t) = setup(100_000, json!({"compaction": {"keepRecentTokens": 150}}));
-    exchange(
-        &mock,
-        &mut t,
-        &long("first-question"),
-        &long("first-answer"),
-    );
-    exchange(
-        &mock,
-        &mut t,
-        &long("second-question"),
-        &long("second-answer"),
-    );
-    exchange(
-        &mock,
-        &mut t,
-        &long("third-question"),
-        &long("third-answer"),
-    );
+    three_exchanges(&mock, &mut t);
     mock.push(Reply::text("## Goal\nSUMMARY").delay_ms(500));
     mock.push(Reply::text("PREFIX-TEXT"));
     mock.push(Reply::text("the follow-up's answer"));

@@ -386,3 +386,38 @@ fn a_provider_config_models_json_would_refuse_stops_tau_at_start() {
     assert!(stderr.contains("Extension \""), "{stderr}");
     assert!(stderr.contains("bad.js\" error:"), "{stderr}");
 }
+
+#[test]
+fn installed_pi_packages_load_and_missing_ones_are_named() {
+    let dirs = tau_test_kit::Dirs::new();
+    let package = dirs.agent_dir().join("npm/node_modules/@acme/tools");
+    std::fs::create_dir_all(package.join("src")).unwrap();
+    std::fs::write(
+        package.join("package.json"),
+        r#"{"name": "@acme/tools", "pi": {"extensions": ["src/*.js"]}}"#,
+    )
+    .unwrap();
+    std::fs::write(package.join("src/proj.js"), PROJECT_EXTENSION).unwrap();
+    std::fs::write(
+        dirs.agent_dir().join("settings.json"),
+        r#"{"packages": ["npm:@acme/tools@1.0.0", "npm:not-installed"]}"#,
+    )
+    .unwrap();
+    let (loaded, stderr) = project_loaded(&dirs, &[], &[]);
+    assert!(loaded, "{stderr}");
+    assert!(
+        stderr.contains("Warning: Package npm:not-installed is not installed"),
+        "{stderr}"
+    );
+    // `-e` of a package that is not installed is pi's load error.
+    let (status, _, stderr, _) = tau()
+        .dirs(dirs.clone())
+        .arg("-e")
+        .arg("npm:absent")
+        .run(b"");
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        stderr.contains("Package npm:absent is not installed"),
+        "{stderr}"
+    );
+}
