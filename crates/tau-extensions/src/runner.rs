@@ -84,6 +84,8 @@ pub struct LoadConfig {
     /// `host.mjs` of the Node host, when one was found.
     pub node_host: Option<PathBuf>,
     pub timeouts: Timeouts,
+    /// What `ctx.isProjectTrusted()` answers until the session's state says otherwise.
+    pub project_trusted: bool,
 }
 
 /// Why the extensions did not load. Fatal at startup, as in pi (ext §1.6).
@@ -309,7 +311,7 @@ impl Extensions {
                             mode: config.mode.clone(),
                             has_ui: config.has_ui,
                             extensions: paths,
-                            state: json!({}),
+                            state: json!({"projectTrusted": config.project_trusted}),
                         },
                         Some(Duration::from_secs(60)),
                         None,

@@ -1,8 +1,7 @@
-//! Project trust for extensions (ext §1.5): the decisions remembered in
+//! Project trust (ext §1.5, docs/security.md): the decisions remembered in
 //! `<agentDir>/trust.json`, the file pi keeps (so a decision made in either agent holds in the
-//! other). Only a project's extensions are gated in tau (decision T54: skills and templates
-//! are text), so a folder needs trust exactly when it has extensions; the order of the
-//! deciding steps lives at the binary's edge.
+//! other). The order of the deciding steps lives at the binary's edge; what waits for trust
+//! is `tau_resources::waits_for_trust`.
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -8,7 +8,9 @@
 //! directory and each parent up to the repository root), paths listed in the user's
 //! settings, the agent directory (and `~/.agents/skills`), then `--skill` /
 //! `--prompt-template` paths. `--no-skills` / `--no-prompt-templates` keep only the command
-//! line's; `--no-approve` leaves the project's out (decision T54).
+//! line's. The project's own folders are read before it is trusted, since skills and templates
+//! are text (decision T54); the paths its settings files list wait for trust, and
+//! `--no-approve` leaves the project out altogether ([`ProjectAccess`]).
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod settings;
@@ -132,8 +134,28 @@ pub struct ResourceOptions {
     /// `--prompt-template` paths.
     pub prompt_templates: Vec<String>,
     pub no_prompt_templates: bool,
-    /// `--no-approve`: the project's own folders are not read.
-    pub no_approve: bool,
+    /// How far the project's own files are read.
+    pub project: ProjectAccess,
+}
+
+/// How much of the project's own files a session uses (docs/security.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ProjectAccess {
+    /// `--no-approve`: nothing of the project's but its context files.
+    Refused,
+    /// Not trusted: the skills and prompt templates of the project's own folders, which are
+    /// text the model reads as it reads `AGENTS.md` (decision T54). Nothing the project's
+    /// settings name, no project `SYSTEM.md`.
+    #[default]
+    Untrusted,
+    /// Trusted by the user: everything, the project's settings files included.
+    Trusted,
+}
+
+impl ProjectAccess {
+    pub fn trusted(self) -> bool {
+        self == Self::Trusted
+    }
 }
 
 /// Everything loaded for one working directory.
@@ -145,11 +167,12 @@ pub struct Resources {
 
 impl Resources {
     pub fn load(agent_dir: &Path, cwd: &Path, options: &ResourceOptions) -> Self {
-        let project = !options.no_approve;
+        let project = options.project != ProjectAccess::Refused;
         // Settings files that list resources, with the folder their entries are relative
-        // to: the project's first, then the user's.
+        // to: the project's first (once it is trusted: a list can name any folder on the
+        // machine), then the user's.
         let mut project_settings = Vec::new();
-        if project {
+        if options.project.trusted() {
             for dir in [".tau", ".pi"] {
                 project_settings.push(cwd.join(dir));
             }
@@ -263,6 +286,27 @@ impl Resources {
             failure,
         )
     }
+}
+
+/// The project's files and folders that do nothing until the user trusts the project: its
+/// settings files, its extensions folders, its `SYSTEM.md`/`APPEND_SYSTEM.md`, and an
+/// `.mcp.json` of MCP servers to start. Only when there are some is anyone asked about
+/// trust; a folder without any has nothing to trust (docs/security.md).
+pub fn waits_for_trust(cwd: &Path) -> Vec<PathBuf> {
+    [".pi", ".tau"]
+        .iter()
+        .flat_map(|dir| {
+            [
+                "settings.json",
+                "extensions",
+                "SYSTEM.md",
+                "APPEND_SYSTEM.md",
+            ]
+            .map(|name| cwd.join(dir).join(name))
+        })
+        .chain([cwd.join(".mcp.json")])
+        .filter(|path| path.symlink_metadata().is_ok())
+        .collect()
 }
 
 /// `.agents` folders from the working directory up to the repository root (the folder

@@ -1,7 +1,12 @@
 //! Settings from `settings.json`: the global file in the agent directory, then the project's
 //! `.pi/settings.json` and `.tau/settings.json` (later files win; an object is merged with the
 //! one below it key by key, one level deep, exactly as pi's `deepMergeSettings` does, so
-//! `retry.provider` in a project file replaces the global `retry.provider` whole). A file that
+//! `retry.provider` in a project file replaces the global `retry.provider` whole).
+//!
+//! The project's files are read but held back until the project is trusted
+//! ([`Settings::trust_project`]): a cloned repository must not change how commands run or
+//! where data goes by shipping a settings file (docs/security.md). [`KEYS`] names every key
+//! tau reads and what it can do. A file that
 //! does not parse, or a known key with a value of the wrong type, is reported once through
 //! [`Settings::warnings`] (the binary prints them) and ignored: a broken settings file must
 //! not keep the agent from starting.
@@ -25,15 +30,22 @@ pub const DEFAULT_HTTP_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// pi's default `retry.provider.maxRetryDelayMs`: one minute.
 pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
 
+/// One settings file's document, or the warning the file gave.
+type Layer = Result<Map<String, Value>, String>;
+
 /// The effective settings, typed where tau uses them, with the merged document kept for
 /// keys later issues read.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     merged: Map<String, Value>,
     /// The global file's document as loaded (plus what setters changed), and the project
-    /// layers: `merged` is rebuilt from them after a change.
+    /// layers once the project is trusted: `merged` is rebuilt from them after a change.
     global: Map<String, Value>,
     project: Vec<Map<String, Value>>,
+    /// The project's files as read, applied by [`Self::trust_project`]: each layer, or the
+    /// warning its file gave.
+    held: Vec<(PathBuf, Layer)>,
+    project_trusted: bool,
     /// `<agentDir>/settings.json`; `None` for in-memory settings, which are never written.
     global_file: Option<PathBuf>,
     /// The global file exists but could not be read or parsed: pi never overwrites it.
@@ -42,8 +54,10 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Reads the global and project settings files. Missing files are simply absent; a file
-    /// that cannot be read or parsed counts as empty and is reported in [`Self::warnings`].
+    /// Reads the global settings file, and the project's files without applying them: until
+    /// [`Self::trust_project`], only the user's settings count. Missing files are simply
+    /// absent; a file that cannot be read or parsed counts as empty and is reported in
+    /// [`Self::warnings`] (a project file only once it is applied).
     pub fn load(agent_dir: &Path, cwd: &Path) -> Self {
         let mut warnings = Vec::new();
         let global_path = agent_dir.join("settings.json");
@@ -54,21 +68,20 @@ impl Settings {
                 (Map::new(), true)
             }
         };
-        let mut project = Vec::new();
-        for path in [
-            cwd.join(".pi").join("settings.json"),
-            cwd.join(".tau").join("settings.json"),
-        ] {
+        let mut held = Vec::new();
+        for path in project_files(cwd) {
             match read_layer(&path) {
-                Ok(Some(layer)) => project.push(layer),
+                Ok(Some(layer)) => held.push((path, Ok(layer))),
                 Ok(None) => {}
-                Err(warning) => warnings.push(warning),
+                Err(warning) => held.push((path, Err(warning))),
             }
         }
         let mut settings = Self {
             merged: Map::new(),
             global,
-            project,
+            project: Vec::new(),
+            held,
+            project_trusted: false,
             global_file: Some(global_path),
             global_unreadable,
             warnings,
@@ -77,6 +90,54 @@ impl Settings {
         let mistyped = settings.mistyped_values();
         settings.warnings.extend(mistyped);
         settings
+    }
+
+    /// [`Self::load`], with the project's files applied when `project_trusted`.
+    pub fn load_for(agent_dir: &Path, cwd: &Path, project_trusted: bool) -> Self {
+        let mut settings = Self::load(agent_dir, cwd);
+        if project_trusted {
+            settings.trust_project();
+        }
+        settings
+    }
+
+    /// The project is trusted: its settings files apply from now on, over the user's, and
+    /// what was wrong with them joins [`Self::warnings`].
+    pub fn trust_project(&mut self) {
+        if self.project_trusted {
+            return;
+        }
+        self.project_trusted = true;
+        let before = self.mistyped_values();
+        for (_, layer) in std::mem::take(&mut self.held) {
+            match layer {
+                Ok(layer) => self.project.push(layer),
+                Err(warning) => self.warnings.push(warning),
+            }
+        }
+        self.remerge();
+        let after = self.mistyped_values();
+        self.warnings
+            .extend(after.into_iter().filter(|w| !before.contains(w)));
+    }
+
+    /// Whether the project's settings files apply.
+    pub fn project_trusted(&self) -> bool {
+        self.project_trusted
+    }
+
+    /// The project's settings files that exist but are held back until it is trusted.
+    pub fn held_project_files(&self) -> Vec<&Path> {
+        self.held.iter().map(|(path, _)| path.as_path()).collect()
+    }
+
+    /// `defaultProjectTrust` as the user set it: only the user's own file may say how far a
+    /// project is trusted, never the project's.
+    pub fn default_project_trust(&self) -> Option<String> {
+        match self.global.get("defaultProjectTrust") {
+            Some(Value::String(value)) => Some(value.clone()),
+            _ => None,
+        }
     }
 
     /// Builds settings from an in-memory document (tests, embedding); never written to disk.
@@ -105,6 +166,11 @@ impl Settings {
     }
 
     fn lookup(&self, key: &str) -> Option<&Value> {
+        // Every key read is in the catalogue, so what a project could set is always known.
+        debug_assert!(
+            KEYS.iter().any(|k| k.name == key),
+            "settings key {key} is not in settings::KEYS"
+        );
         let mut parts = key.split('.');
         let first = parts.next()?;
         let mut value = self.merged.get(first)?;
@@ -300,6 +366,81 @@ impl Settings {
     }
 }
 
+/// `.pi/settings.json` and `.tau/settings.json` of `cwd`, in the order they apply.
+pub fn project_files(cwd: &Path) -> [PathBuf; 2] {
+    [
+        cwd.join(".pi").join("settings.json"),
+        cwd.join(".tau").join("settings.json"),
+    ]
+}
+
+/// What a setting can do if someone other than the user sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Runs a program, or changes the program or command line a command runs with.
+    RunsCode,
+    /// Changes where conversation data is written or sent, or what is read into it.
+    MovesData,
+    /// Decides how far a project is trusted: read from the user's file alone.
+    GrantsTrust,
+    /// Changes behaviour within what the user already allowed (modes, limits, numbers).
+    Behaviour,
+}
+
+/// A settings key tau reads (dotted for a nested one) and what it can do.
+#[derive(Debug, Clone, Copy)]
+pub struct SettingKey {
+    pub name: &'static str,
+    pub reach: Reach,
+}
+
+const fn key(name: &'static str, reach: Reach) -> SettingKey {
+    SettingKey { name, reach }
+}
+
+/// Every settings key tau reads. A project sets none of them before it is trusted: its
+/// files are not applied at all, as in pi 0.79 (docs/security.md), whatever the key's reach.
+pub const KEYS: &[SettingKey] = &[
+    key("shellPath", Reach::RunsCode),
+    key("shellCommandPrefix", Reach::RunsCode),
+    key("extensions", Reach::RunsCode),
+    key("packages", Reach::RunsCode),
+    key("npmCommand", Reach::RunsCode),
+    key("sessionDir", Reach::MovesData),
+    key("defaultProvider", Reach::MovesData),
+    key("defaultModel", Reach::MovesData),
+    key("enabledModels", Reach::MovesData),
+    key("skills", Reach::MovesData),
+    key("prompts", Reach::MovesData),
+    key("defaultProjectTrust", Reach::GrantsTrust),
+    key("defaultThinkingLevel", Reach::Behaviour),
+    key("steeringMode", Reach::Behaviour),
+    key("followUpMode", Reach::Behaviour),
+    key("interruptMode", Reach::Behaviour),
+    key("compaction.enabled", Reach::Behaviour),
+    key("compaction.reserveTokens", Reach::Behaviour),
+    key("compaction.keepRecentTokens", Reach::Behaviour),
+    key("branchSummary.reserveTokens", Reach::Behaviour),
+    key("retry.enabled", Reach::Behaviour),
+    key("retry.maxRetries", Reach::Behaviour),
+    key("retry.baseDelayMs", Reach::Behaviour),
+    key("retry.provider.timeoutMs", Reach::Behaviour),
+    key("retry.provider.maxRetries", Reach::Behaviour),
+    key("retry.provider.maxRetryDelayMs", Reach::Behaviour),
+    key("httpIdleTimeoutMs", Reach::Behaviour),
+    key("thinkingBudgets.minimal", Reach::Behaviour),
+    key("thinkingBudgets.low", Reach::Behaviour),
+    key("thinkingBudgets.medium", Reach::Behaviour),
+    key("thinkingBudgets.high", Reach::Behaviour),
+    key("images.autoResize", Reach::Behaviour),
+    key("images.blockImages", Reach::Behaviour),
+    key("tasks.todoClearDelay", Reach::Behaviour),
+    key("extensionTimeouts.handlerMs", Reach::Behaviour),
+    key("extensionTimeouts.commandMs", Reach::Behaviour),
+    key("extensionTimeouts.toolMs", Reach::Behaviour),
+    key("theme", Reach::Behaviour),
+];
+
 /// pi's `parseHttpIdleTimeoutMs`: a non-negative number (floored), a string holding one, or
 /// `"disabled"` (0).
 fn parse_timeout_ms(value: &Value) -> Option<u64> {
@@ -463,6 +604,10 @@ impl Drop for FileLock {
 /// per file, relative to that file's folder).
 /// A file that cannot be read or parsed gives nothing here: [`Settings::load`] reports it.
 pub fn array_in_file(path: &Path, key: &str) -> Vec<String> {
+    debug_assert!(
+        KEYS.iter().any(|k| k.name == key),
+        "settings key {key} is not in settings::KEYS"
+    );
     read_layer(path)
         .ok()
         .flatten()
@@ -544,7 +689,14 @@ mod tests {
             r#"{"compaction":{"reserveTokens":7},"followUpMode":"all"}"#,
         )
         .unwrap();
-        let s = Settings::load(agent.path(), cwd.path());
+        let mut s = Settings::load(agent.path(), cwd.path());
+        assert_eq!(
+            s.follow_up_mode(),
+            QueueMode::OneAtATime,
+            "held until trusted"
+        );
+        assert_eq!(s.get::<u64>("compaction.reserveTokens"), Some(5));
+        s.trust_project();
         assert_eq!(s.steering_mode(), QueueMode::All);
         assert_eq!(s.follow_up_mode(), QueueMode::All);
         assert!(!s.compaction_enabled());
@@ -602,7 +754,9 @@ mod tests {
             r#"{"retry":{"baseDelayMs":"soon"},"steeringMode":"all"}"#,
         )
         .unwrap();
-        let s = Settings::load(agent.path(), cwd.path());
+        let mut s = Settings::load(agent.path(), cwd.path());
+        assert_eq!(s.warnings().len(), 1, "the project's only once applied");
+        s.trust_project();
         let path = agent.path().join("settings.json");
         assert_eq!(s.warnings().len(), 2, "{:?}", s.warnings());
         assert!(
@@ -799,5 +953,92 @@ mod tests {
         s.set_global("a", json!(1)).unwrap();
         assert!(path.exists());
         assert!(!lock.exists());
+    }
+
+    /// Writes `doc` as the settings file at `path`, nested by the dots of its keys.
+    fn write_nested(path: &Path, doc: &[(String, Value)]) {
+        let mut map = Map::new();
+        for (key, value) in doc {
+            set_path(&mut map, key, value.clone());
+        }
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, serde_json::to_string(&Value::Object(map)).unwrap()).unwrap();
+    }
+
+    fn arbitrary_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<bool>().prop_map(Value::from),
+            any::<u32>().prop_map(Value::from),
+            "[a-z ;|$()]{0,12}".prop_map(Value::from),
+            proptest::collection::vec("[a-z./]{1,8}", 0..3).prop_map(Value::from),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// For every key tau reads, whatever the project's files say: untrusted, tau sees
+        /// exactly the user's settings (the key answers as the user set it, or not at all);
+        /// trusted, the project's `.tau` value wins over its `.pi` one and over the user's.
+        #[test]
+        fn no_key_of_an_untrusted_project_applies(
+            picks in proptest::collection::vec(
+                (0..KEYS.len(), arbitrary_value(), arbitrary_value(), arbitrary_value()),
+                1..8,
+            ),
+        ) {
+            let agent = tempfile::tempdir().unwrap();
+            let cwd = tempfile::tempdir().unwrap();
+            let mut user = Vec::new();
+            let mut pi = Vec::new();
+            let mut tau = Vec::new();
+            for (index, u, p, t) in &picks {
+                let name = KEYS[*index].name.to_string();
+                user.push((name.clone(), u.clone()));
+                pi.push((name.clone(), p.clone()));
+                tau.push((name, t.clone()));
+            }
+            // Half the keys only in the project, so "not at all" is checked too.
+            let user: Vec<_> = user.into_iter().step_by(2).collect();
+            write_nested(&agent.path().join("settings.json"), &user);
+            write_nested(&cwd.path().join(".pi/settings.json"), &pi);
+            write_nested(&cwd.path().join(".tau/settings.json"), &tau);
+
+            let alone = Settings::load(agent.path(), tempfile::tempdir().unwrap().path());
+            let untrusted = Settings::load(agent.path(), cwd.path());
+            for key in KEYS {
+                proptest::prop_assert_eq!(untrusted.lookup(key.name), alone.lookup(key.name), "{}", key.name);
+            }
+            proptest::prop_assert_eq!(untrusted.held_project_files().len(), 2);
+            proptest::prop_assert_eq!(untrusted.default_project_trust(), alone.default_project_trust());
+
+            let trusted = Settings::load_for(agent.path(), cwd.path(), true);
+            for (name, value) in &tau {
+                // A later pick of the same key (or of its parent object) may have replaced it.
+                if tau.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v) == Some(value)
+                    && !tau.iter().any(|(n, _)| name.starts_with(&format!("{n}.")))
+                {
+                    proptest::prop_assert_eq!(trusted.lookup(name), Some(value), "{}", name);
+                }
+            }
+            // The project never decides its own trust, even trusted.
+            proptest::prop_assert_eq!(trusted.default_project_trust(), alone.default_project_trust());
+        }
+    }
+
+    #[test]
+    fn every_key_says_what_it_can_do_and_the_dangerous_ones_are_named() {
+        let reach = |name: &str| KEYS.iter().find(|k| k.name == name).map(|k| k.reach);
+        assert_eq!(reach("shellCommandPrefix"), Some(Reach::RunsCode));
+        assert_eq!(reach("shellPath"), Some(Reach::RunsCode));
+        assert_eq!(reach("packages"), Some(Reach::RunsCode));
+        assert_eq!(reach("extensions"), Some(Reach::RunsCode));
+        assert_eq!(reach("sessionDir"), Some(Reach::MovesData));
+        assert_eq!(reach("defaultProjectTrust"), Some(Reach::GrantsTrust));
+        let mut names: Vec<_> = KEYS.iter().map(|k| k.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), KEYS.len(), "each key once");
     }
 }

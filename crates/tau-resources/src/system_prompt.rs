@@ -280,18 +280,23 @@ fn file_or_literal(value: &str) -> String {
     value.to_string()
 }
 
-/// `--system-prompt`, else the first existing `SYSTEM.md` of the project (`.tau/`, `.pi/`)
-/// or the agent directory.
-pub fn resolve_custom_prompt(cli: Option<&str>, cwd: &Path, agent_dir: &Path) -> Option<String> {
+/// `--system-prompt`, else the first existing `SYSTEM.md` of the trusted project (`.tau/`,
+/// `.pi/`) or the agent directory. `project` is `None` until the project is trusted: its
+/// `SYSTEM.md` would replace tau's own instructions, not add to them as `AGENTS.md` does.
+pub fn resolve_custom_prompt(
+    cli: Option<&str>,
+    project: Option<&Path>,
+    agent_dir: &Path,
+) -> Option<String> {
     if let Some(value) = cli {
         return Some(file_or_literal(value));
     }
-    first_file(cwd, agent_dir, "SYSTEM.md")
+    first_file(project, agent_dir, "SYSTEM.md")
 }
 
 /// `--append-system-prompt` values (joined by a blank line), else the first existing
-/// `APPEND_SYSTEM.md` (project, then agent directory).
-pub fn resolve_append(cli: &[String], cwd: &Path, agent_dir: &Path) -> Option<String> {
+/// `APPEND_SYSTEM.md` (the trusted project, then agent directory).
+pub fn resolve_append(cli: &[String], project: Option<&Path>, agent_dir: &Path) -> Option<String> {
     if !cli.is_empty() {
         return Some(
             cli.iter()
@@ -300,17 +305,16 @@ pub fn resolve_append(cli: &[String], cwd: &Path, agent_dir: &Path) -> Option<St
                 .join("\n\n"),
         );
     }
-    first_file(cwd, agent_dir, "APPEND_SYSTEM.md")
+    first_file(project, agent_dir, "APPEND_SYSTEM.md")
 }
 
-fn first_file(cwd: &Path, agent_dir: &Path, name: &str) -> Option<String> {
-    [
-        cwd.join(".tau").join(name),
-        cwd.join(".pi").join(name),
-        agent_dir.join(name),
-    ]
-    .iter()
-    .find_map(|p| std::fs::read_to_string(p).ok())
+fn first_file(project: Option<&Path>, agent_dir: &Path, name: &str) -> Option<String> {
+    let project = project
+        .into_iter()
+        .flat_map(|cwd| [cwd.join(".tau").join(name), cwd.join(".pi").join(name)]);
+    project
+        .chain([agent_dir.join(name)])
+        .find_map(|p| std::fs::read_to_string(p).ok())
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ pub(crate) struct ExtensionState {
     pub session_keys: Mutex<Map<String, Value>>,
     /// `allModels`, sent once per process.
     pub all_models: Value,
+    /// `projectTrusted` (`ctx.isProjectTrusted()`), decided before the session starts.
+    pub project_trusted: bool,
     /// `contextUsage` for a number of messages and a context window: estimating walks the
     /// whole context, so it is redone only when either changes.
     pub context_usage: Mutex<Option<(usize, u64, Value)>>,
@@ -92,6 +94,7 @@ impl tau_extensions::StateSource for ExtensionState {
     fn constant_fields(&self) -> Map<String, Value> {
         let mut fields = Map::new();
         fields.insert("allModels".into(), self.all_models.clone());
+        fields.insert("projectTrusted".into(), Value::Bool(self.project_trusted));
         fields
     }
 

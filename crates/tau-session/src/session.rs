@@ -61,7 +61,8 @@ pub struct SessionConfig {
     pub no_tools: bool,
     /// `--no-builtin-tools`.
     pub no_builtin_tools: bool,
-    /// `--skill`, `--prompt-template` and the flags that turn resources off.
+    /// `--skill`, `--prompt-template`, the flags that turn resources off, and how far the
+    /// project is trusted.
     pub resources: crate::resources::ResourceOptions,
 }
 
@@ -364,6 +365,7 @@ impl AgentSession {
             // The whole catalog is large and does not change while tau runs.
             all_models: serde_json::to_value(self.models.registry().all_models())
                 .unwrap_or_default(),
+            project_trusted: self.config.resources.project.trusted(),
             context_usage: std::sync::Mutex::default(),
         });
         extensions.set_state_source(Arc::clone(&state) as Arc<dyn tau_extensions::StateSource>);
@@ -966,7 +968,11 @@ impl AgentSession {
     /// `ctx.reload()`: settings (and the queue modes they set), skills and prompt templates
     /// read from disk again.
     pub fn reload_resources(&mut self) {
-        self.settings = Settings::load(&self.config.agent_dir, &self.config.cwd);
+        self.settings = Settings::load_for(
+            &self.config.agent_dir,
+            &self.config.cwd,
+            self.config.resources.project.trusted(),
+        );
         for warning in self.settings.warnings() {
             tracing::warn!("{warning}");
         }
@@ -1197,15 +1203,20 @@ impl AgentSession {
             })
             .collect();
         let config = &self.config;
+        let trusted_project = config
+            .resources
+            .project
+            .trusted()
+            .then_some(config.cwd.as_path());
         build_system_prompt(&PromptInputs {
             custom: crate::system_prompt::resolve_custom_prompt(
                 config.system_prompt.as_deref(),
-                &config.cwd,
+                trusted_project,
                 &config.agent_dir,
             ),
             append: crate::system_prompt::resolve_append(
                 &config.append_system_prompt,
-                &config.cwd,
+                trusted_project,
                 &config.agent_dir,
             ),
             context_files: self.context_files.clone(),

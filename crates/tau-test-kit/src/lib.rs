@@ -117,6 +117,8 @@ pub struct TauBuilder {
     agent_files: Vec<(PathBuf, Vec<u8>)>,
     cwd_files: Vec<(PathBuf, Vec<u8>)>,
     dirs: Option<Dirs>,
+    /// A folder below the working directory to start in instead.
+    subfolder: Option<PathBuf>,
 }
 
 impl TauBuilder {
@@ -129,7 +131,15 @@ impl TauBuilder {
             agent_files: Vec::new(),
             cwd_files: Vec::new(),
             dirs: None,
+            subfolder: None,
         }
+    }
+
+    /// Starts in `relative`, a folder below the working directory (created if missing),
+    /// instead of the working directory itself.
+    pub fn in_subfolder(mut self, relative: impl Into<PathBuf>) -> Self {
+        self.subfolder = Some(relative.into());
+        self
     }
 
     /// Runs in these directories (e.g. `earlier.dirs()`) instead of fresh temporary ones.
@@ -189,10 +199,18 @@ impl TauBuilder {
                 std::fs::write(&path, contents).expect("write fixture file");
             }
         }
+        let start_in = match &self.subfolder {
+            Some(relative) => {
+                let folder = dirs.cwd().join(relative);
+                std::fs::create_dir_all(&folder).expect("create the subfolder");
+                folder
+            }
+            None => dirs.cwd().to_path_buf(),
+        };
         let mut command = Command::new(&self.bin);
         command
             .args(&self.args)
-            .current_dir(dirs.cwd())
+            .current_dir(start_in)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", dirs.home())

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use tau_ai::registry::Registry;
 use tau_rpc::ExitReason;
+use tau_session::resources::ProjectAccess;
 use tau_session::{
     AgentSession, SessionChoice, SessionConfig, Settings, paths, resolve_startup_model,
     startup_store,
@@ -91,7 +92,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
             cwd.join(dir)
         }
     });
-    let config = SessionConfig {
+    let mut config = SessionConfig {
         agent_dir: agent_dir.clone(),
         cwd: cwd.clone(),
         session_dir,
@@ -114,13 +115,11 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
             no_skills: options.cli.no_skills,
             prompt_templates: options.cli.prompt_template.clone(),
             no_prompt_templates: options.cli.no_prompt_templates,
-            no_approve: options.cli.no_approve,
+            project: ProjectAccess::Untrusted,
         },
     };
-    let settings = Settings::load(&agent_dir, &cwd);
-    for warning in settings.warnings() {
-        warn(warning);
-    }
+    // The user's settings only: the project's wait until the project is trusted below.
+    let mut settings = Settings::load(&agent_dir, &cwd);
     let mut registry = Registry::from_process_env(&agent_dir);
     // The CLI has already refused combinations of these.
     let cli = &options.cli;
@@ -135,42 +134,13 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     } else {
         SessionChoice::New
     };
-    // One-shot modes read their input before anything starts, as pi does: piped stdin
-    // whole, then the `@file` arguments (a missing file is fatal).
+    // One-shot modes read piped stdin whole before anything starts, as pi does.
     let listing = options.cli.list_models.clone();
-    let prompts = match options.mode {
-        RunMode::Rpc => Vec::new(),
-        _ if listing.is_some() => Vec::new(),
-        RunMode::Text | RunMode::Json => {
-            let piped = oneshot::read_piped_stdin();
-            let files: Vec<String> = options
-                .cli
-                .messages
-                .iter()
-                .filter_map(|m| m.strip_prefix('@').map(str::to_string))
-                .collect();
-            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-            let attached = tau_tools::attach::attach_files(
-                &files,
-                &cwd,
-                home.as_deref(),
-                settings.get("images.autoResize").unwrap_or(true),
-            )
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-            oneshot::prompts(&options.cli.messages, piped, attached)
-        }
-    };
-    let store =
-        startup_store(&config, &settings, &choice).map_err(|message| anyhow::anyhow!(message))?;
-    // JSON mode prints the session header first, as pi does.
-    let header = match (&store, options.mode) {
-        (_, RunMode::Rpc | RunMode::Text) => None,
-        (tau_session::StartupStore::Ready(store), RunMode::Json) => {
-            serde_json::to_value(store.header()).ok()
-        }
-        (tau_session::StartupStore::Opening(open), RunMode::Json) => {
-            serde_json::to_value(open.header()).ok()
-        }
+    let one_shot = matches!(options.mode, RunMode::Text | RunMode::Json) && listing.is_none();
+    let piped = if one_shot {
+        oneshot::read_piped_stdin()
+    } else {
+        None
     };
 
     let protocol_out = take_over_stdout()?;
@@ -188,24 +158,60 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
         cli::MessageUpdates::Full => tau_rpc::UpdateShape::Full,
         cli::MessageUpdates::Lean => tau_rpc::UpdateShape::Lean,
     };
-    let extensions = runtime.block_on(load_extensions(
+    // Trust is decided first: until then nothing of the project's may run or apply.
+    let (trusted, extensions) = runtime.block_on(load_extensions(
         &options.cli,
         options.mode,
         &config,
-        &settings,
+        &mut settings,
     ))?;
-    let flag_values = claim_flags(
+    config.resources.project = if options.cli.no_approve {
+        ProjectAccess::Refused
+    } else if trusted {
+        ProjectAccess::Trusted
+    } else {
+        ProjectAccess::Untrusted
+    };
+    for warning in settings.warnings() {
+        warn(warning);
+    }
+    let held = settings.held_project_files();
+    if !held.is_empty() {
+        let files: Vec<String> = held.iter().map(|p| p.display().to_string()).collect();
+        warn(&format!(
+            "ignoring {}: the project is not trusted (start tau with --approve to trust it \
+             for this run)",
+            files.join(" and ")
+        ));
+    }
+    // Extensions already run when a later step fails: they are asked to end (which needs
+    // the runtime's context) before tau exits.
+    let shut_down = |extensions: &Option<tau_rpc::LoadedExtensions>| {
+        if let Some(loaded) = extensions {
+            let _context = runtime.enter();
+            loaded.set.shutdown();
+        }
+    };
+    let flag_values = match claim_flags(
         &options.extension_flags,
         extensions.as_ref().map(|e| e.set.as_ref()),
-    )?;
+    ) {
+        Ok(values) => values,
+        Err(err) => {
+            shut_down(&extensions);
+            return Err(err);
+        }
+    };
     if let Some(loaded) = &extensions {
         loaded.set.set_flags(&flag_values);
         // Providers registered while loading count before the model is chosen, as in pi.
         for extension in loaded.set.list() {
             for provider in &extension.manifest.providers {
-                registry
-                    .register_provider(&provider.name, provider.config.clone())
-                    .map_err(|e| anyhow::anyhow!("Extension \"{}\" error: {e}", extension.path))?;
+                if let Err(e) = registry.register_provider(&provider.name, provider.config.clone())
+                {
+                    shut_down(&extensions);
+                    anyhow::bail!("Extension \"{}\" error: {e}", extension.path);
+                }
             }
         }
     }
@@ -218,13 +224,59 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
         let text = list_models::table(&models, Some(search.as_str()));
         let mut out = protocol_out;
         out.write_all(text.as_bytes())?;
-        if let Some(loaded) = &extensions {
-            loaded.set.shutdown();
-        }
+        shut_down(&extensions);
         return Ok(0);
     }
-    let startup = resolve_startup_model(&mut registry, &config, &settings)
-        .map_err(|message| anyhow::anyhow!(message))?;
+    // Then the `@file` arguments (a missing file is fatal), and the session, both with the
+    // settings trust allows.
+    let prompts = if one_shot {
+        let files: Vec<String> = options
+            .cli
+            .messages
+            .iter()
+            .filter_map(|m| m.strip_prefix('@').map(str::to_string))
+            .collect();
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let attached = tau_tools::attach::attach_files(
+            &files,
+            &cwd,
+            home.as_deref(),
+            settings.get("images.autoResize").unwrap_or(true),
+        );
+        match attached {
+            Ok(attached) => oneshot::prompts(&options.cli.messages, piped, attached),
+            Err(e) => {
+                shut_down(&extensions);
+                anyhow::bail!("{e}");
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let store = match startup_store(&config, &settings, &choice) {
+        Ok(store) => store,
+        Err(message) => {
+            shut_down(&extensions);
+            anyhow::bail!(message);
+        }
+    };
+    // JSON mode prints the session header first, as pi does.
+    let header = match (&store, options.mode) {
+        (_, RunMode::Rpc | RunMode::Text) => None,
+        (tau_session::StartupStore::Ready(store), RunMode::Json) => {
+            serde_json::to_value(store.header()).ok()
+        }
+        (tau_session::StartupStore::Opening(open), RunMode::Json) => {
+            serde_json::to_value(open.header()).ok()
+        }
+    };
+    let startup = match resolve_startup_model(&mut registry, &config, &settings) {
+        Ok(startup) => startup,
+        Err(message) => {
+            shut_down(&extensions);
+            anyhow::bail!(message);
+        }
+    };
     for warning in &startup.warnings {
         tracing::warn!("{warning}");
     }
@@ -246,6 +298,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
         }
         RunMode::Text | RunMode::Json => {
             if !has_model {
+                shut_down(&extensions);
                 anyhow::bail!(
                     "No models available. Set a provider's API key in the environment (for \
                      example ANTHROPIC_API_KEY or OPENAI_API_KEY), store one in auth.json, or \
@@ -294,14 +347,19 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     })
 }
 
-/// Finds and starts the run's extensions (`-e`, then the trusted project's and the user's
-/// auto directories). Any failure is fatal before `ready`, as in pi (ext §1.6).
+/// Decides whether the project is trusted (docs/security.md), applies its settings if so,
+/// and starts the run's extensions (`-e`, then the trusted project's and the user's). Trust
+/// comes from the user alone, first that applies: `--approve`/`--no-approve`; nothing in the
+/// project waiting for trust; an extension of the command line's or the user's answering
+/// `project_trust`; the user's `trust.json`; `defaultProjectTrust` in the user's settings;
+/// else untrusted (RPC mode cannot ask). Any load failure is fatal before `ready`, as in pi
+/// (ext §1.6).
 async fn load_extensions(
     cli: &cli::Cli,
     mode: RunMode,
     config: &SessionConfig,
-    settings: &Settings,
-) -> anyhow::Result<Option<tau_rpc::LoadedExtensions>> {
+    settings: &mut Settings,
+) -> anyhow::Result<(bool, Option<tau_rpc::LoadedExtensions>)> {
     let sources = |project_trusted| tau_extensions::Sources {
         cli: cli.extension.clone(),
         no_discovery: cli.no_extensions,
@@ -311,28 +369,35 @@ async fn load_extensions(
     };
     let discover =
         |trusted| tau_extensions::discover(&sources(trusted)).map_err(|e| anyhow::anyhow!("{e}"));
-    // `--approve` / `--no-approve` decide at once; otherwise the project's extensions wait
-    // for trust (ext §1.5), asked only when it has some.
-    let flagged = match (cli.approve, cli.no_approve) {
+    let package_warnings = |trusted| {
+        // Listed but not installed: tau never installs packages at start-up (decision T72).
+        for warning in tau_extensions::discovery::package_warnings(&sources(trusted)) {
+            warn(&warning);
+        }
+    };
+    let settled = match (cli.approve, cli.no_approve) {
         (_, true) => Some(false),
         (true, false) => Some(true),
+        // Nothing of the project's waits for trust: there is nothing to decide (pi's
+        // answer for such a folder is "trusted").
+        (false, false) if tau_session::resources::waits_for_trust(&config.cwd).is_empty() => {
+            Some(true)
+        }
         (false, false) => None,
     };
-    // One pass in the usual case: the list as if trusted, which is the list to load unless the
-    // project has extensions of its own and no flag decided about them.
-    let trusted_list = discover(flagged.unwrap_or(true))?;
-    // Listed but not installed: tau never installs packages (decision T72).
-    for warning in tau_extensions::discovery::package_warnings(&sources(flagged.unwrap_or(false))) {
-        warn(&warning);
+    if let Some(trusted) = settled {
+        if trusted {
+            settings.trust_project();
+        }
+        let list = discover(trusted)?;
+        package_warnings(trusted);
+        let loaded = start_extensions(&list, mode, config, settings, trusted).await?;
+        return Ok((trusted, loaded));
     }
-    let project_has_extensions =
-        flagged.is_none() && trusted_list.iter().any(|e| e.scope == "project");
-    if !project_has_extensions {
-        return start_extensions(&trusted_list, mode, config, settings).await;
-    }
+    // The pre-pass: only what the user chose runs before the project is trusted, and is
+    // asked first.
     let untrusted = discover(false)?;
-    // The pre-pass: the command line's and the user's extensions are asked first.
-    let prepass = start_extensions(&untrusted, mode, config, settings).await?;
+    let prepass = start_extensions(&untrusted, mode, config, settings, false).await?;
     let asked = match &prepass {
         Some(loaded) => ask_project_trust(&loaded.set, &config.cwd).await,
         None => None,
@@ -347,25 +412,49 @@ async fn load_extensions(
         }
         None => match store.get(&config.cwd) {
             Ok(Some(trusted)) => trusted,
-            Ok(None) => matches!(
-                settings.get::<String>("defaultProjectTrust").as_deref(),
-                Some("always")
-            ),
+            Ok(None) => settings.default_project_trust().as_deref() == Some("always"),
             Err(err) => {
                 warn(&err.to_string());
                 false
             }
         },
     };
+    package_warnings(trusted);
     if !trusted {
-        return Ok(prepass);
+        return Ok((false, prepass));
+    }
+    let timeouts_before = timeouts(settings);
+    settings.trust_project();
+    let trusted_list = discover(true)?;
+    if trusted_list == untrusted && timeouts(settings) == timeouts_before {
+        // Nothing more to start: the pre-pass set is the run's, and learns of the trust
+        // from the session's first state.
+        return Ok((true, prepass));
     }
     // pi adds the project's extensions to the instances it already has; tau starts the whole
     // list afresh, so the command line's and the user's factories run a second time (T70).
     if let Some(loaded) = &prepass {
         loaded.set.shutdown();
     }
-    start_extensions(&trusted_list, mode, config, settings).await
+    let loaded = start_extensions(&trusted_list, mode, config, settings, true).await?;
+    Ok((true, loaded))
+}
+
+/// The extensions' deadlines (settings `extensionTimeouts`; `0` waits for ever).
+fn timeouts(settings: &Settings) -> tau_extensions::Timeouts {
+    let millis = |key: &str, default: Option<std::time::Duration>| match settings
+        .get::<u64>(&format!("extensionTimeouts.{key}"))
+    {
+        Some(0) => None,
+        Some(ms) => Some(std::time::Duration::from_millis(ms)),
+        None => default,
+    };
+    let defaults = tau_extensions::Timeouts::default();
+    tau_extensions::Timeouts {
+        handler: millis("handlerMs", defaults.handler),
+        command: millis("commandMs", defaults.command),
+        tool: millis("toolMs", defaults.tool),
+    }
 }
 
 /// `project_trust` to the loaded extensions: the first `yes` or `no` decides, with whether to
@@ -399,18 +488,11 @@ async fn start_extensions(
     mode: RunMode,
     config: &SessionConfig,
     settings: &Settings,
+    project_trusted: bool,
 ) -> anyhow::Result<Option<tau_rpc::LoadedExtensions>> {
     if entries.is_empty() {
         return Ok(None);
     }
-    let millis = |key: &str, default: Option<std::time::Duration>| match settings
-        .get::<u64>(&format!("extensionTimeouts.{key}"))
-    {
-        Some(0) => None,
-        Some(ms) => Some(std::time::Duration::from_millis(ms)),
-        None => default,
-    };
-    let defaults = tau_extensions::Timeouts::default();
     let load = tau_extensions::LoadConfig {
         cwd: config.cwd.clone(),
         agent_dir: config.agent_dir.clone(),
@@ -425,11 +507,8 @@ async fn start_extensions(
         tau_version: env!("CARGO_PKG_VERSION").into(),
         node: std::env::var_os("TAU_NODE").map_or_else(|| "node".into(), Into::into),
         node_host: tau_extensions::find_node_host(),
-        timeouts: tau_extensions::Timeouts {
-            handler: millis("handlerMs", defaults.handler),
-            command: millis("commandMs", defaults.command),
-            tool: millis("toolMs", defaults.tool),
-        },
+        timeouts: timeouts(settings),
+        project_trusted,
     };
     let outlet = std::sync::Arc::new(tau_session::ExtensionOutlet::default());
     let (set, actions) = tau_extensions::Extensions::load(

@@ -27,6 +27,7 @@ mod sessions;
 mod settings;
 mod state;
 mod todos;
+mod trust;
 
 use tau_test_kit::{Tau, TauBuilder};
 

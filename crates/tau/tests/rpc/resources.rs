@@ -254,6 +254,8 @@ fn settings_list_more_folders_relative_to_their_file() {
             )
             .agent_file("more-prompts/deep/down/nested.md", "nested one")
             .agent_file("more-prompts/other.md", "not matched by the glob")
+            // A trusted project's settings list a folder outside it.
+            .arg("--approve")
             .cwd_file(
                 ".pi/settings.json",
                 json!({"prompts": ["../team-prompts"]}).to_string(),

@@ -126,6 +126,8 @@ fn a_project_key_overrides_its_global_sibling_keys_stay() {
                        "compaction": {"enabled": false}, "steeringMode": "all"})
                 .to_string(),
             )
+            // Project files apply only once the project is trusted.
+            .arg("--approve")
             .cwd_file(".pi/settings.json", r#"{"retry":{"maxRetries":1}}"#)
             .cwd_file(
                 ".tau/settings.json",
@@ -156,6 +158,7 @@ fn a_malformed_file_is_one_warning_and_never_overwritten() {
     let mut t = ready_tau(
         tau()
             .agent_file("settings.json", "{broken")
+            .arg("--approve")
             .cwd_file(".pi/settings.json", r#"{"followUpMode":"all"}"#),
     );
     let s = state(&mut t);

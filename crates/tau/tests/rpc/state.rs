@@ -137,6 +137,7 @@ fn settings_files_seed_the_state() {
                 "settings.json",
                 r#"{"steeringMode":"all","followUpMode":"all","interruptMode":"immediate","compaction":{"enabled":false},"retry":{"enabled":false}}"#,
             )
+            .arg("--approve")
             .cwd_file(".pi/settings.json", r#"{"followUpMode":"one-at-a-time"}"#),
     );
     let s = state(&mut t);
