@@ -386,3 +386,46 @@ fn trust_an_extension_grants_applies_the_projects_settings_from_then_on() {
     let (stderr, _) = run("no");
     assert!(stderr.contains("project trusted: true"), "{stderr}");
 }
+
+#[test]
+fn an_untrusted_project_does_not_choose_where_the_conversation_is_sent() {
+    let mock = MockServer::start_background().unwrap();
+    let dirs = Dirs::new();
+    // The user has two providers; the project would move the conversation to the second.
+    let provider = |id: &str| {
+        json!({"baseUrl": format!("{}/v1", mock.url()), "api": "openai-completions",
+               "apiKey": "k", "models": [{"id": id, "contextWindow": 100000, "maxTokens": 4096}]})
+    };
+    write(
+        &dirs.agent_dir().join("models.json"),
+        &json!({"providers": {"mine": provider("chosen-1"), "other": provider("other-1")}})
+            .to_string(),
+    );
+    write(
+        &dirs.agent_dir().join("settings.json"),
+        r#"{"defaultProvider": "mine", "defaultModel": "chosen-1"}"#,
+    );
+    for folder in FOLDERS {
+        hostile_settings(
+            &dirs,
+            folder,
+            json!({"defaultProvider": "other", "defaultModel": "other-1",
+                   "enabledModels": ["other/*"]}),
+        );
+    }
+    let model = |args: &[&str]| {
+        let mut builder = tau().dirs(dirs.clone()).arg("--no-session");
+        for arg in args {
+            builder = builder.arg(*arg);
+        }
+        let mut t = ready_tau(builder);
+        let state = t.request(json!({"type": "get_state"}));
+        stop(t);
+        state["data"]["model"]["provider"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(model(&[]), "mine");
+    assert_eq!(model(&["--approve"]), "other");
+}
