@@ -7,6 +7,7 @@
 import "./lib/stdout-guard.mjs";
 import module from "node:module";
 import { fileURLToPath } from "node:url";
+import { privateCacheDir } from "./lib/cache.mjs";
 import { executeTool, dispatchEvent, prepareArguments, runCommand } from "./lib/dispatch.mjs";
 import { canRequireEsm, preloadTheme } from "./lib/packages.mjs";
 import { Host } from "./lib/runtime.mjs";
@@ -15,8 +16,13 @@ import { closeAllDialogs, settleDialog } from "./lib/ui.mjs";
 import { errorMessage, readFrames, rejectAllPending, respond, respondError, send, settleResponse } from "./lib/wire.mjs";
 
 // jiti and pi's packages are imported later, dynamically; on Node >= 22.1 their compiled code
-// is then cached on disk between runs (a no-op on Node 20, which lacks the API).
-module.enableCompileCache?.();
+// is then cached on disk between runs (a no-op on Node 20, which lacks the API). Node's default
+// folder is in the shared temp directory, where another user could plant compiled code, so the
+// cache is used only in a private folder of the agent directory.
+if (module.enableCompileCache) {
+	const compileCache = privateCacheDir(process.env.PI_CODING_AGENT_DIR, "node-compile");
+	if (compileCache) module.enableCompileCache(compileCache);
+}
 
 const HOST_PATH = fileURLToPath(import.meta.url);
 const host = new Host();

@@ -662,20 +662,38 @@ fn tau_manifest(dir: &Path, source: &'static str, scope: &'static str) -> Option
         .filter_map(|part| part.as_str().map(str::to_string))
         .collect();
     let (program, args) = command.split_first()?;
+    // The process runs in the project's folder, so a relative path left as it is would name
+    // the project's file (a hostile repository's `main.py`), not the extension's.
+    let dir = canonical(dir);
     let program = if program.contains('/') {
         dir.join(program)
     } else {
         PathBuf::from(program)
     };
+    let args = args.iter().map(|arg| command_arg(&dir, arg)).collect();
     Some(Entry {
-        path: dir.to_path_buf(),
-        launch: Launch::Program {
-            program,
-            args: args.to_vec(),
-        },
+        path: dir,
+        launch: Launch::Program { program, args },
         source,
         scope,
     })
+}
+
+/// An argument of a `tau-extension.json` command: a relative path naming something that
+/// exists in the extension's folder becomes that absolute path; flags, absolute paths and
+/// other text stay as written.
+fn command_arg(dir: &Path, arg: &str) -> String {
+    if arg.is_empty() || arg.starts_with('-') || Path::new(arg).is_absolute() {
+        return arg.to_string();
+    }
+    let path = dir.join(arg);
+    if path.exists() {
+        // A folder whose name is not UTF-8 gives a path that names nothing: the start fails,
+        // which is safer than falling back to the project's file.
+        path.to_string_lossy().into_owned()
+    } else {
+        arg.to_string()
+    }
 }
 
 /// An auto directory: its `.ts`/`.js` files and resolvable subdirectories, one level deep,
@@ -769,6 +787,46 @@ mod tests {
         assert_eq!(
             names(discover(&sources).unwrap_or_else(|e| panic!("{e}"))).len(),
             2
+        );
+    }
+
+    #[test]
+    fn a_manifest_command_names_the_extensions_own_files() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = canonical(tmp.path()).join("py");
+        write(&dir.join("main.py"), "");
+        write(&dir.join("src/ext.py"), "");
+        write(
+            &dir.join("tau-extension.json"),
+            r#"{"command":["python3","-u","main.py","src/ext.py","missing.py","/abs/x.py",""]}"#,
+        );
+        let entry = tau_manifest(&dir, "auto", "user").unwrap_or_else(|| panic!("no entry"));
+        let in_dir = |p: &str| dir.join(p).display().to_string();
+        assert_eq!(
+            entry.launch,
+            Launch::Program {
+                program: PathBuf::from("python3"),
+                args: vec![
+                    "-u".into(),
+                    in_dir("main.py"),
+                    in_dir("src/ext.py"),
+                    "missing.py".into(),
+                    "/abs/x.py".into(),
+                    String::new(),
+                ],
+            }
+        );
+        write(
+            &dir.join("tau-extension.json"),
+            r#"{"command":["./run.sh","."]}"#,
+        );
+        let entry = tau_manifest(&dir, "auto", "user").unwrap_or_else(|| panic!("no entry"));
+        assert_eq!(
+            entry.launch,
+            Launch::Program {
+                program: dir.join("./run.sh"),
+                args: vec![in_dir(".")],
+            }
         );
     }
 

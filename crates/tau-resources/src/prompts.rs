@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Named, Root, SourceInfo, frontmatter, is_hidden_or_vendored, push_unless_taken};
+use super::skills::walk;
+use super::{Named, Root, SourceInfo, frontmatter, push_unless_taken};
 
 /// A loaded template.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,8 +22,9 @@ pub struct PromptTemplate {
 /// in order; on a name collision the first one stays. Unreadable files are skipped.
 pub fn load(roots: &[Root]) -> Vec<PromptTemplate> {
     let mut templates: Vec<PromptTemplate> = Vec::new();
+    let mut budgets = walk::Budgets::default();
     for root in roots {
-        for file in template_files(root) {
+        for file in template_files(root, &mut budgets) {
             if !root.keeps(&file) {
                 continue;
             }
@@ -46,16 +48,14 @@ impl Named for PromptTemplate {
 
 /// The templates of a root: its direct `.md` files (all of them below a folder listed in
 /// settings), honouring gitignore-style files except in a command-line folder.
-fn template_files(root: &Root) -> Vec<PathBuf> {
+fn template_files(root: &Root, budgets: &mut walk::Budgets) -> Vec<PathBuf> {
     if root.path.is_file() {
         return vec![root.path.clone()];
     }
     let mut builder = ignore::WalkBuilder::new(&root.path);
     builder
         .standard_filters(false)
-        .follow_links(true)
         .max_depth(if root.listed { None } else { Some(1) })
-        .filter_entry(|entry| entry.depth() == 0 || !is_hidden_or_vendored(entry.file_name()))
         .sort_by_file_name(std::cmp::Ord::cmp);
     if root.source == "auto" || root.listed {
         builder
@@ -64,9 +64,9 @@ fn template_files(root: &Root) -> Vec<PathBuf> {
             .require_git(false)
             .add_custom_ignore_filename(".fdignore");
     }
-    let walk = builder.build();
-    walk.flatten()
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+    budgets
+        .files(root, builder, walk::keep_all)
+        .into_iter()
         .map(ignore::DirEntry::into_path)
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
         .collect()

@@ -2,9 +2,11 @@
 //! folder, plain `.md` files) whose description is listed in the system prompt and whose body
 //! a `/skill:name` message expands to.
 
+pub(crate) mod walk;
+
 use std::path::{Path, PathBuf};
 
-use super::{Named, Root, SourceInfo, frontmatter, is_hidden_or_vendored, push_unless_taken};
+use super::{Named, Root, SourceInfo, frontmatter, push_unless_taken};
 
 /// A loaded skill.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,8 +45,9 @@ pub enum Layout {
 pub fn load(roots: &[(Root, Layout)]) -> Vec<Skill> {
     let mut skills: Vec<Skill> = Vec::new();
     let mut seen_files = Vec::new();
+    let mut budgets = walk::Budgets::default();
     for (root, layout) in roots {
-        for file in skill_files(&root.path, *layout) {
+        for file in skill_files(root, *layout, &mut budgets) {
             let real = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
             if seen_files.contains(&real) {
                 continue; // the same file reached twice (a symlink)
@@ -62,8 +65,9 @@ pub fn load(roots: &[(Root, Layout)]) -> Vec<Skill> {
     skills
 }
 
-/// The skill files under `path` (a folder, or one `.md` file), in a stable order.
-fn skill_files(path: &Path, layout: Layout) -> Vec<PathBuf> {
+/// The skill files under the root (a folder, or one `.md` file), in a stable order.
+fn skill_files(root: &Root, layout: Layout, budgets: &mut walk::Budgets) -> Vec<PathBuf> {
+    let path = root.path.as_path();
     if path.is_file() {
         if path.extension().is_some_and(|e| e == "md") {
             return vec![path.to_path_buf()];
@@ -76,27 +80,28 @@ fn skill_files(path: &Path, layout: Layout) -> Vec<PathBuf> {
     }
     let own_skill = path.join("SKILL.md");
     if own_skill.is_file() {
-        return vec![own_skill];
+        return if walk::stays_inside(root, &own_skill) {
+            vec![own_skill]
+        } else {
+            Vec::new()
+        };
     }
     // gitignore-style files are honoured in every folder scanned, as pi does.
-    let walk = ignore::WalkBuilder::new(path)
+    let mut builder = ignore::WalkBuilder::new(path);
+    builder
         .standard_filters(false)
-        .follow_links(true)
         .ignore(true)
         .git_ignore(true)
         .require_git(false)
         .add_custom_ignore_filename(".fdignore")
-        .filter_entry(|entry| entry.depth() == 0 || !is_hidden_or_vendored(entry.file_name()))
-        .sort_by_file_name(std::cmp::Ord::cmp)
-        .build();
+        .sort_by_file_name(std::cmp::Ord::cmp);
     let mut found: Vec<PathBuf> = Vec::new();
-    for entry in walk.flatten() {
-        let is_file = entry.file_type().is_some_and(|t| t.is_file());
+    for entry in budgets.files(root, builder, outside_skill_folders) {
         let name = entry.file_name();
         let top_level_md = layout == Layout::Own
             && entry.depth() == 1
             && Path::new(name).extension().is_some_and(|e| e == "md");
-        if is_file && (name == "SKILL.md" || top_level_md) {
+        if name == "SKILL.md" || top_level_md {
             found.push(entry.into_path());
         }
     }
@@ -113,6 +118,17 @@ fn skill_files(path: &Path, layout: Layout) -> Vec<PathBuf> {
             !skill_dirs.iter().any(|d| dir != d && dir.starts_with(d))
         })
         .collect()
+}
+
+/// Inside a skill's folder only its `SKILL.md` counts, so the walk does not spend its budget
+/// on the skill's scripts and references (or a virtual environment left in it).
+fn outside_skill_folders(entry: &ignore::DirEntry) -> bool {
+    entry.depth() < 2
+        || entry.file_name() == "SKILL.md"
+        || !entry
+            .path()
+            .parent()
+            .is_some_and(|dir| dir.join("SKILL.md").is_file())
 }
 
 fn read_skill(file: &Path, root: &Root) -> Option<Skill> {

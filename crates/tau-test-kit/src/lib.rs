@@ -268,6 +268,8 @@ impl TauBuilder {
         thread::spawn(move || read_records(stdout, tx));
         let stderr_buf = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&stderr_buf);
+        let stderr_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = Arc::clone(&stderr_done);
         thread::spawn(move || {
             let mut stderr = stderr;
             let mut chunk = [0u8; 8192];
@@ -279,6 +281,7 @@ impl TauBuilder {
                     .expect("stderr lock")
                     .extend_from_slice(&chunk[..n]);
             }
+            done.store(true, std::sync::atomic::Ordering::Release);
         });
         Tau {
             child,
@@ -288,6 +291,7 @@ impl TauBuilder {
             history: Vec::new(),
             stdout_closed: false,
             stderr: stderr_buf,
+            stderr_done,
             next_id: 0,
             agent_dir,
             home,
@@ -345,6 +349,8 @@ pub struct Tau {
     history: Vec<Record>,
     stdout_closed: bool,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// The stderr reader saw the end of the stream.
+    stderr_done: Arc<std::sync::atomic::AtomicBool>,
     next_id: u64,
     pub agent_dir: Arc<TempDir>,
     pub home: Arc<TempDir>,
@@ -540,6 +546,14 @@ impl Tau {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
+                // What tau wrote last may still be in the pipe: let the reader reach the end
+                // (children that inherited stderr may hold it open, so not for ever).
+                let drained = Instant::now() + Duration::from_secs(3);
+                while !self.stderr_done.load(std::sync::atomic::Ordering::Acquire)
+                    && Instant::now() < drained
+                {
+                    thread::sleep(Duration::from_millis(5));
+                }
                 return status;
             }
             if Instant::now() >= deadline {

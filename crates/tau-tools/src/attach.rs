@@ -56,21 +56,24 @@ pub fn attach_files(
         match sniff_image_mime(&bytes) {
             Some(mime) if auto_resize => {
                 match resize_image(&bytes, mime, ResizeLimits::default()) {
-                    Some(image) => {
+                    Ok(image) => {
                         let note = dimension_note(&image).unwrap_or_default();
-                        out.text.push_str(&format!("<file name=\"{name}\">{note}</file>\n"));
+                        out.text
+                            .push_str(&format!("<file name=\"{name}\">{note}</file>\n"));
                         out.images.push(ImageContent {
                             data: image.data,
                             mime_type: image.mime_type,
                         });
                     }
-                    None => out.text.push_str(&format!(
-                        "<file name=\"{name}\">[Image omitted: could not be resized below the inline image size limit.]</file>\n"
+                    Err(omitted) => out.text.push_str(&format!(
+                        "<file name=\"{name}\">{}</file>\n",
+                        omitted.note()
                     )),
                 }
             }
             Some(mime) => {
-                out.text.push_str(&format!("<file name=\"{name}\"></file>\n"));
+                out.text
+                    .push_str(&format!("<file name=\"{name}\"></file>\n"));
                 out.images.push(ImageContent {
                     data: STANDARD.encode(&bytes),
                     mime_type: mime.to_string(),
@@ -121,6 +124,25 @@ mod tests {
         assert_eq!(
             missing.err().map(|e| e.to_string()),
             Some(format!("File not found: {base}/nope.md"))
+        );
+    }
+
+    #[test]
+    fn an_image_over_the_pixel_cap_is_named_in_the_prompt_and_not_attached() {
+        use crate::image_resize::tests::bomb;
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("bomb.png");
+        let png = bomb::png(11_500, 11_500, &bomb::zero_idat(11_500, 11_500));
+        std::fs::write(&path, png).unwrap_or_else(|e| panic!("{e}"));
+        let out = attach_files(&["@bomb.png".into()], dir.path(), None, true)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(out.images.is_empty());
+        assert_eq!(
+            out.text,
+            format!(
+                "<file name=\"{}\">[Image omitted: 11500x11500 pixels is more than the 50 megapixels an image may have to be decoded.]</file>\n",
+                path.display()
+            )
         );
     }
 }

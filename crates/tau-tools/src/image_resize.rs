@@ -1,13 +1,33 @@
 //! Bringing an image the `read` tool returns within what providers accept inline
 //! (tools-resources §1.1.1): at most 2000×2000 pixels and a base64 payload under 4.5 MB,
 //! trying PNG first and then ever lower JPEG qualities, shrinking by 0.75 until it fits.
+//!
+//! A small file can hold a huge image (a 514 KB PNG of 11500×11500 pixels costs 0.9 GB to
+//! decode and resize), so the size is read from the header first and an image above
+//! [`MAX_PIXELS`] is not decoded; and images are decoded one at a time, so parallel reads
+//! do not add up.
 
 use std::io::Cursor;
+use std::sync::{Mutex, PoisonError};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use image::imageops::FilterType;
-use image::{DynamicImage, ImageDecoder, ImageReader};
+use image::{DynamicImage, ImageDecoder, ImageReader, Limits};
+
+/// The most pixels an image may have to be decoded: 50 megapixels holds an 8K screenshot
+/// (7680×4320, 33 Mpx) with room to spare and a 50 MP phone photo (8160×6120), the largest
+/// images anyone hands the model; the model sees at most 2000×2000 of it anyway. Decoding
+/// and resizing the largest admitted image peaks around half a gigabyte.
+pub(crate) const MAX_PIXELS: u64 = 50_000_000;
+
+/// What a decoder may allocate: 50 Mpx at 16-bit RGBA (8 bytes a pixel) is 400 MB; this
+/// bounds a decoder whose memory does not follow from the header's dimensions.
+const MAX_DECODER_ALLOC: u64 = 512 * 1024 * 1024;
+
+/// Held while an image is decoded, resized and encoded: parallel tool calls take turns, so
+/// the peak is one image's, not the sum of all of them.
+static DECODING: Mutex<()> = Mutex::new(());
 
 /// The limits of one resize.
 #[derive(Debug, Clone, Copy)]
@@ -49,21 +69,48 @@ fn base64_len(n: usize) -> usize {
     n.div_ceil(3) * 4
 }
 
-/// Fits `bytes` (an image of type `mime_type`) into `limits`. `None` when the image cannot be
-/// decoded or cannot be brought under the size limit even at 1×1; the caller then omits it.
-/// CPU-bound: run it off the async runtime.
+/// Why an image is left out of a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Omitted {
+    /// It cannot be decoded, or not brought under the size limit even at 1×1.
+    CannotResize,
+    /// It has more than [`MAX_PIXELS`]; it was not decoded.
+    TooManyPixels { width: u32, height: u32 },
+}
+
+impl Omitted {
+    /// The bracketed note that stands in for the image.
+    pub(crate) fn note(self) -> String {
+        match self {
+            Self::CannotResize => {
+                "[Image omitted: could not be resized below the inline image size limit.]"
+                    .to_string()
+            }
+            Self::TooManyPixels { width, height } => format!(
+                "[Image omitted: {width}x{height} pixels is more than the {} megapixels an image may have to be decoded.]",
+                MAX_PIXELS / 1_000_000
+            ),
+        }
+    }
+}
+
+/// Fits `bytes` (an image of type `mime_type`) into `limits`; when it cannot, why, and the
+/// caller omits it. CPU-bound and, for large images, memory-bound: run it off the async
+/// runtime; calls take turns.
 pub(crate) fn resize_image(
     bytes: &[u8],
     mime_type: &str,
     limits: ResizeLimits,
-) -> Option<ResizedImage> {
-    let image = decode_oriented(bytes)?;
+) -> Result<ResizedImage, Omitted> {
+    let decoder = open_within_limits(bytes)?;
+    let _turn = DECODING.lock().unwrap_or_else(PoisonError::into_inner);
+    let image = decode_oriented(decoder).ok_or(Omitted::CannotResize)?;
     let (original_width, original_height) = (image.width(), image.height());
     if original_width <= limits.max_width
         && original_height <= limits.max_height
         && base64_len(bytes.len()) < limits.max_base64_bytes
     {
-        return Some(ResizedImage {
+        return Ok(ResizedImage {
             data: STANDARD.encode(bytes),
             mime_type: mime_type.to_string(),
             original_width,
@@ -96,7 +143,7 @@ pub(crate) fn resize_image(
     loop {
         let resized = image.resize_exact(w, h, FilterType::Lanczos3);
         if let Some((data, mime)) = first_fitting_encoding(&resized, &qualities, limits) {
-            return Some(ResizedImage {
+            return Ok(ResizedImage {
                 data,
                 mime_type: mime.to_string(),
                 original_width,
@@ -107,12 +154,12 @@ pub(crate) fn resize_image(
             });
         }
         if w == 1 && h == 1 {
-            return None;
+            return Err(Omitted::CannotResize);
         }
         let next_w = if w == 1 { 1 } else { scale_down(w) };
         let next_h = if h == 1 { 1 } else { scale_down(h) };
         if (next_w, next_h) == (w, h) {
-            return None;
+            return Err(Omitted::CannotResize);
         }
         (w, h) = (next_w, next_h);
     }
@@ -135,12 +182,26 @@ pub(crate) fn dimension_note(image: &ResizedImage) -> Option<String> {
     ))
 }
 
-/// Decodes the image with its EXIF orientation applied, as a viewer would show it.
-fn decode_oriented(bytes: &[u8]) -> Option<DynamicImage> {
-    let reader = ImageReader::new(Cursor::new(bytes))
+/// A decoder that has read the image's header, for an image within [`MAX_PIXELS`].
+fn open_within_limits(bytes: &[u8]) -> Result<impl ImageDecoder + '_, Omitted> {
+    let mut reader = ImageReader::new(Cursor::new(bytes))
         .with_guessed_format()
-        .ok()?;
-    let mut decoder = reader.into_decoder().ok()?;
+        .map_err(|_| Omitted::CannotResize)?;
+    // No width or height limit here: the pixel count below is checked with the dimensions in
+    // hand, so the note can name them.
+    let mut decoder_limits = Limits::default();
+    decoder_limits.max_alloc = Some(MAX_DECODER_ALLOC);
+    reader.limits(decoder_limits);
+    let decoder = reader.into_decoder().map_err(|_| Omitted::CannotResize)?;
+    let (width, height) = decoder.dimensions();
+    if u64::from(width) * u64::from(height) > MAX_PIXELS {
+        return Err(Omitted::TooManyPixels { width, height });
+    }
+    Ok(decoder)
+}
+
+/// Decodes the image with its EXIF orientation applied, as a viewer would show it.
+fn decode_oriented(mut decoder: impl ImageDecoder) -> Option<DynamicImage> {
     let orientation = decoder.orientation().ok();
     let mut image = DynamicImage::from_decoder(decoder).ok()?;
     if let Some(orientation) = orientation {
@@ -227,7 +288,7 @@ pub(crate) fn to_fixed_2(x: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use image::{ImageFormat, Rgb, RgbImage, Rgba, RgbaImage};
 
@@ -315,21 +376,192 @@ mod tests {
     }
 
     #[test]
-    fn impossible_limits_and_garbage_give_none() {
+    fn impossible_limits_and_garbage_are_omitted() {
         let bytes = png_bytes(&noisy(8, 8));
         let limits = ResizeLimits {
             max_base64_bytes: 10,
             ..ResizeLimits::default()
         };
-        assert_eq!(resize_image(&bytes, "image/png", limits), None);
+        assert_eq!(
+            resize_image(&bytes, "image/png", limits),
+            Err(Omitted::CannotResize)
+        );
         assert_eq!(
             resize_image(
                 b"\x89PNG\r\n\x1a\nnot really",
                 "image/png",
                 ResizeLimits::default()
             ),
-            None
+            Err(Omitted::CannotResize)
         );
+    }
+
+    #[test]
+    fn the_bomb_generator_makes_a_valid_png() {
+        let bytes = bomb::png(70, 30, &bomb::zero_idat(70, 30));
+        let out = resize_image(&bytes, "image/png", ResizeLimits::default()).expect("decodes");
+        assert_eq!((out.original_width, out.original_height), (70, 30));
+        let decoded = image::load_from_memory(&bytes).expect("decodes");
+        assert!(decoded.to_luma8().pixels().all(|p| p.0 == [0]));
+    }
+
+    #[test]
+    fn an_image_over_the_pixel_cap_is_not_decoded() {
+        // 132 megapixels in about 100 KB: decoding it would take well over a gigabyte.
+        let bytes = bomb::png(11_500, 11_500, &bomb::zero_idat(11_500, 11_500));
+        assert!(bytes.len() < 150_000, "{}", bytes.len());
+        let out = resize_image(&bytes, "image/png", ResizeLimits::default());
+        assert_eq!(
+            out,
+            Err(Omitted::TooManyPixels {
+                width: 11_500,
+                height: 11_500
+            })
+        );
+        assert_eq!(
+            out.err().map(Omitted::note).as_deref(),
+            Some(
+                "[Image omitted: 11500x11500 pixels is more than the 50 megapixels an image may have to be decoded.]"
+            )
+        );
+        // The count is taken in 64 bits: 65536² is 0 in 32-bit arithmetic. Only the header
+        // is read, so the image data may be missing.
+        let header_only = bomb::png(65_536, 65_536, &[]);
+        assert_eq!(
+            resize_image(&header_only, "image/png", ResizeLimits::default()),
+            Err(Omitted::TooManyPixels {
+                width: 65_536,
+                height: 65_536
+            })
+        );
+        // One pixel over, in a single row.
+        let row = bomb::png(50_000_001, 1, &[]);
+        assert!(matches!(
+            resize_image(&row, "image/png", ResizeLimits::default()),
+            Err(Omitted::TooManyPixels { .. })
+        ));
+    }
+
+    #[test]
+    fn decoding_takes_turns() {
+        let bytes = png_bytes(&DynamicImage::ImageRgb8(RgbImage::from_pixel(
+            4,
+            4,
+            Rgb([1, 2, 3]),
+        )));
+        let held = DECODING.lock().unwrap_or_else(PoisonError::into_inner);
+        let waiting = std::thread::spawn(move || {
+            resize_image(&bytes, "image/png", ResizeLimits::default()).is_ok()
+        });
+        // While another decode holds the turn, this one cannot finish, however long it is
+        // given; a decode that did not wait would be done in microseconds.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!waiting.is_finished());
+        drop(held);
+        assert!(waiting.join().unwrap_or(false));
+    }
+
+    /// PNGs of all-black 1-bit grayscale pixels, written by hand so that a huge one costs
+    /// nothing to make: the image data is one literal zero and then runs of 258 zeros, 13
+    /// bits each, in a fixed-Huffman deflate block.
+    pub(crate) mod bomb {
+        pub fn png(width: u32, height: u32, idat: &[u8]) -> Vec<u8> {
+            let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+            let mut ihdr = Vec::new();
+            ihdr.extend_from_slice(&width.to_be_bytes());
+            ihdr.extend_from_slice(&height.to_be_bytes());
+            // Bit depth 1, grayscale, deflate, adaptive filtering, no interlace.
+            ihdr.extend_from_slice(&[1, 0, 0, 0, 0]);
+            chunk(&mut out, b"IHDR", &ihdr);
+            chunk(&mut out, b"IDAT", idat);
+            chunk(&mut out, b"IEND", &[]);
+            out
+        }
+
+        /// A zlib stream of the image's raw rows: all zeros, filter bytes included.
+        pub fn zero_idat(width: u32, height: u32) -> Vec<u8> {
+            let row = 1 + u64::from(width).div_ceil(8);
+            let total = row * u64::from(height);
+            let mut bits = Bits::default();
+            bits.push(1, 1); // the final block
+            bits.push(1, 2); // fixed Huffman codes
+            bits.code(0x30, 8); // literal 0
+            let runs = (total - 1) / 258;
+            for _ in 0..runs {
+                bits.code(0xC5, 8); // length 258
+                bits.code(0, 5); // distance 1
+            }
+            for _ in 0..(total - 1) % 258 {
+                bits.code(0x30, 8);
+            }
+            bits.code(0, 7); // end of block
+            let mut out = vec![0x78, 0x01];
+            out.extend(bits.bytes);
+            if bits.used > 0 {
+                out.push(bits.current);
+            }
+            // Adler-32 of zeros: the low sum stays 1, the high one grows by 1 a byte.
+            let high = u32::try_from(total % 65_521).unwrap_or(0);
+            out.extend_from_slice(&((high << 16) | 1).to_be_bytes());
+            out
+        }
+
+        #[derive(Default)]
+        struct Bits {
+            bytes: Vec<u8>,
+            current: u8,
+            used: u8,
+        }
+
+        impl Bits {
+            /// `count` bits of `value`, lowest first (header fields).
+            fn push(&mut self, value: u32, count: u8) {
+                for i in 0..count {
+                    self.bit((value >> i) & 1);
+                }
+            }
+            /// A Huffman code, highest bit first.
+            fn code(&mut self, value: u32, count: u8) {
+                for i in (0..count).rev() {
+                    self.bit((value >> i) & 1);
+                }
+            }
+            fn bit(&mut self, bit: u32) {
+                if bit == 1 {
+                    self.current |= 1 << self.used;
+                }
+                self.used += 1;
+                if self.used == 8 {
+                    self.bytes.push(self.current);
+                    self.current = 0;
+                    self.used = 0;
+                }
+            }
+        }
+
+        fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+            let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(kind);
+            out.extend_from_slice(data);
+            let crc = crc32(kind.iter().chain(data));
+            out.extend_from_slice(&crc.to_be_bytes());
+        }
+
+        fn crc32<'a>(bytes: impl Iterator<Item = &'a u8>) -> u32 {
+            let mut crc = 0xFFFF_FFFFu32;
+            for &byte in bytes {
+                crc ^= u32::from(byte);
+                for _ in 0..8 {
+                    crc = if crc & 1 == 1 {
+                        (crc >> 1) ^ 0xEDB8_8320
+                    } else {
+                        crc >> 1
+                    };
+                }
+            }
+            !crc
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use unicode_normalization::UnicodeNormalization as _;
 
 use crate::ToolEnv;
 use crate::call::{abort_if_cancelled, args, js_number, text_block, until_cancelled};
-use crate::image_resize::{ResizeLimits, dimension_note, resize_image};
+use crate::image_resize::{Omitted, ResizeLimits, dimension_note, resize_image};
 use crate::os_error::os_error;
 use crate::tool::builtin_tool;
 use crate::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head};
@@ -112,12 +112,15 @@ impl ReadTool {
             resize_image(&bytes, mime, ResizeLimits::default())
         });
         // A panicking decoder is treated like one that failed: the image is omitted.
-        let resized = until_cancelled(cancel, resizing).await?.ok().flatten();
+        let resized = until_cancelled(cancel, resizing)
+            .await?
+            .unwrap_or(Err(Omitted::CannotResize));
         Ok(match resized {
-            None => result(vec![text_block(with_note(format!(
-                "Read image file [{mime}]\n[Image omitted: could not be resized below the inline image size limit.]"
+            Err(omitted) => result(vec![text_block(with_note(format!(
+                "Read image file [{mime}]\n{}",
+                omitted.note()
             )))]),
-            Some(image) => {
+            Ok(image) => {
                 let mut text = format!("Read image file [{}]", image.mime_type);
                 if let Some(note) = dimension_note(&image) {
                     text.push('\n');

@@ -151,7 +151,11 @@ async fn long_output_keeps_the_last_lines_and_saves_everything() {
     );
 
     let full = std::fs::read_to_string(&path).unwrap();
+    // The complete output may hold secrets: readable by the owner only.
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
     let _ = std::fs::remove_file(&path);
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     let all: String = (1..=3000).map(|i| format!("{i}\n")).collect();
     assert_eq!(full, all);
 

@@ -54,13 +54,19 @@ fn main() -> ExitCode {
 /// Writes `Error: <message>` to stderr; exit status 1.
 fn fail(message: &str) -> ExitCode {
     let mut err = io::stderr().lock();
-    let _ = writeln!(err, "Error: {message}");
+    // Messages carry file names, package names and extension errors a project may have
+    // chosen: no control sequence of theirs reaches the user's terminal.
+    let _ = writeln!(err, "Error: {}", oneshot::for_terminal(message, false));
     ExitCode::FAILURE
 }
 
 /// Writes `Warning: <message>` to stderr and goes on.
 fn warn(message: &str) {
-    let _ = writeln!(io::stderr().lock(), "Warning: {message}");
+    let _ = writeln!(
+        io::stderr().lock(),
+        "Warning: {}",
+        oneshot::for_terminal(message, false)
+    );
 }
 
 fn init_logging(verbose: bool) {
@@ -340,6 +346,8 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     }
     // The stdin reader thread may still be blocked in read(); do not wait for it.
     runtime.shutdown_background();
+    // The bash overflow logs were for this run's client and model only.
+    tau_tools::bash::remove_spill_files();
     Ok(match reason {
         ExitReason::InputClosed => decided,
         ExitReason::OutputFailed => 1,

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { privateCacheDir, restrictFiles } from "./cache.mjs";
 
 const require = createRequire(import.meta.url);
 const codingAgentIndex = fileURLToPath(import.meta.resolve("@earendil-works/pi-coding-agent"));
@@ -94,11 +95,24 @@ let createJiti;
  * A fresh jiti per load, as pi does, so a reload re-evaluates the extension's own modules.
  * pi imports `jiti/static`, which differs from the main entry only in loading babel eagerly (so
  * Bun can bundle it); the main entry loads the same babel transform on a transpile-cache miss,
- * which saves ~150 ms of startup whenever the cache is warm.
+ * which saves ~150 ms of startup whenever the cache is warm. The transpile cache is `fsCache`
+ * (jiti's default is the shared `$TMPDIR/jiti`), or off when there is no private folder for it.
  */
-export async function newJiti() {
+export async function newJiti(fsCache = false) {
 	if (!createJiti) ({ createJiti } = await import("jiti"));
-	return createJiti(import.meta.url, { moduleCache: false, tryNative: false, alias: getAliases(), virtualModules: getFacades() });
+	return createJiti(import.meta.url, { moduleCache: false, tryNative: false, fsCache, alias: getAliases(), virtualModules: getFacades() });
+}
+
+/** Imports an extension module with a fresh jiti and returns its default export. */
+export async function importExtension(path) {
+	// Checked on every load: the folder may have changed since the last one.
+	const cacheDir = privateCacheDir(process.env.PI_CODING_AGENT_DIR, "jiti");
+	const jiti = await newJiti(cacheDir ?? false);
+	try {
+		return await jiti.import(path, { default: true });
+	} finally {
+		restrictFiles(cacheDir);
+	}
 }
 
 function distUrl(relative) {

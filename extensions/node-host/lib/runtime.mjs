@@ -7,7 +7,7 @@ import { basename, dirname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ExtensionInstance, Generation } from "./extension.mjs";
 import { createSessionManagerView, Mirror } from "./mirror.mjs";
-import { loadEventBusFactory, newJiti, setThemeSetting } from "./packages.mjs";
+import { importExtension, loadEventBusFactory, setThemeSetting } from "./packages.mjs";
 import { errorMessage } from "./wire.mjs";
 
 /** What survives re-instantiation of one extension path: its CLI flag values and the factory
@@ -140,8 +140,7 @@ export class Host {
 async function loadFactory(path) {
 	if (!existsSync(path)) return { error: `Extension path does not exist: ${path}` };
 	try {
-		const jiti = await newJiti();
-		const factory = await jiti.import(path, { default: true });
+		const factory = await importExtension(path);
 		if (typeof factory !== "function") return { error: `Extension does not export a valid factory function: ${path}` };
 		return { factory };
 	} catch (err) {

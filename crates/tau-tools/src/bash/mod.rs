@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use tau_agent::{AgentTool, AgentToolResult, ToolContext};
 use tokio_util::sync::CancellationToken;
 
-pub use output::OutputSnapshot;
+pub use output::{OutputSnapshot, remove_spill_files};
 pub use shell::{
     ShellError, ShellOutcome, ShellRequest, ShellStatus, kill_running_shells, resolve_shell,
     run_shell,

@@ -1,11 +1,12 @@
 //! Collecting a command's output with bounded memory (tools-resources §1.2, "output
 //! accumulation"): streaming UTF-8 decoding, true line and byte totals, a rolling tail for
 //! display, and the full output spilled to `<tmpdir>/pi-bash-<16 hex>.log` once it outgrows the
-//! display limits.
+//! display limits (owner-only, and removed by [`remove_spill_files`] when the binary exits).
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::truncate::{
     DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, Truncation, truncate_tail,
@@ -118,7 +119,7 @@ impl TempFile {
             .map(|b| format!("{b:02x}"))
             .collect();
         let path = std::env::temp_dir().join(format!("pi-bash-{hex}.log"));
-        match File::create_new(&path) {
+        match create_spill_file(&path) {
             Ok(file) => {
                 let mut writer = BufWriter::with_capacity(64 * 1024, file);
                 let buffered = std::mem::take(&mut self.buffered);
@@ -157,6 +158,45 @@ impl TempFile {
         {
             tracing::warn!(%error, "cannot write the bash output file");
         }
+    }
+}
+
+/// The spill files of this process, removed by [`remove_spill_files`]; `None` once that ran.
+static SPILL_FILES: Mutex<Option<Vec<PathBuf>>> = Mutex::new(Some(Vec::new()));
+
+fn spill_files() -> std::sync::MutexGuard<'static, Option<Vec<PathBuf>>> {
+    // Each holder does one push or one take, so the list is whole even after a panic.
+    SPILL_FILES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Creates a new spill file readable by its owner only (the output may hold secrets) and
+/// registers it for removal. `create_new` refuses a name that exists, so a file or link planted
+/// in the shared temp directory is never written through.
+fn create_spill_file(path: &Path) -> std::io::Result<File> {
+    // Held across the creation, so a file is either registered or never made once removal ran.
+    let mut files = spill_files();
+    let Some(files) = files.as_mut() else {
+        // The process is exiting: a file made now would outlive it.
+        return Err(std::io::Error::other("the process is exiting"));
+    };
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(path)?;
+    files.push(path.to_path_buf());
+    Ok(file)
+}
+
+/// Removes every spill file this process made, for the binary to call as it exits: they hold
+/// complete command output, which must not pile up in the shared temp directory (pi leaves them
+/// forever). Their paths were given to the client and the model, so they stay until then.
+pub fn remove_spill_files() {
+    let files = spill_files().take().unwrap_or_default();
+    for path in files {
+        let _ = std::fs::remove_file(path);
     }
 }
 

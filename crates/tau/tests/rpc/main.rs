@@ -16,6 +16,8 @@ mod ext_session;
 mod extensions;
 mod flags;
 mod framing;
+mod hardening_host;
+mod hardening_input;
 mod lifecycle;
 mod models;
 mod oneshot;
