@@ -6,6 +6,8 @@
 //! Waits panic with the records seen so far and tau's stderr, which is what a failing test
 //! needs to show.
 
+pub mod png_bomb;
+
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -476,6 +478,27 @@ impl Tau {
                     self.history_text(),
                     self.stderr()
                 ),
+            }
+        }
+    }
+
+    /// The JSON records from now up to and including the first of type `kind` (a run's
+    /// `agent_settled`, say). Panics if none comes within `timeout` of the previous one.
+    pub fn records_until(&mut self, kind: &str, timeout: Duration) -> Vec<Value> {
+        let mut records = Vec::new();
+        loop {
+            let Some(record) = self.next_record(timeout) else {
+                panic!(
+                    "no {kind} within {timeout:?}.\nrecords:\n{}\nstderr:\n{}",
+                    self.history_text(),
+                    self.stderr()
+                );
+            };
+            let json = record.json.expect("JSON records");
+            let done = json["type"] == kind;
+            records.push(json);
+            if done {
+                return records;
             }
         }
     }

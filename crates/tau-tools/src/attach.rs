@@ -129,10 +129,10 @@ mod tests {
 
     #[test]
     fn an_image_over_the_pixel_cap_is_named_in_the_prompt_and_not_attached() {
-        use crate::image_resize::tests::bomb;
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        use tau_test_kit::png_bomb;
         let path = dir.path().join("bomb.png");
-        let png = bomb::png(11_500, 11_500, &bomb::zero_idat(11_500, 11_500));
+        let png = png_bomb::png(11_500, 11_500, &png_bomb::zero_idat(11_500, 11_500));
         std::fs::write(&path, png).unwrap_or_else(|e| panic!("{e}"));
         let out = attach_files(&["@bomb.png".into()], dir.path(), None, true)
             .unwrap_or_else(|e| panic!("{e}"));

@@ -47,18 +47,7 @@ fn stop(mut t: Tau) -> String {
 /// Runs one prompt to its end; the records seen.
 fn prompt(t: &mut Tau, message: &str) -> Vec<Value> {
     t.send(&json!({"id": "p", "type": "prompt", "message": message}));
-    let mut records = Vec::new();
-    loop {
-        let record = t
-            .next_record(Duration::from_secs(20))
-            .expect("the run ends with agent_settled");
-        let json = record.json.expect("JSON records");
-        let done = json["type"] == "agent_settled";
-        records.push(json);
-        if done {
-            return records;
-        }
-    }
+    t.records_until("agent_settled", Duration::from_secs(20))
 }
 
 /// A project whose settings file (in `folder`) sets `settings`.
