@@ -6,15 +6,15 @@ measured. Prints median and worst of --runs runs per moment, in milliseconds.
 
     python3 bench/abort.py [--runs 20]
 
-Needs release builds: cargo build --release -p tau -p tau-mock-llm (in $CARGO_TARGET_DIR
+Needs the shipped (dist) builds: cargo build --profile dist -p tau -p tau-mock-llm (in $CARGO_TARGET_DIR
 when that is set)
 """
 import argparse, json, os, subprocess, tempfile, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
-TAU = os.path.join(TARGET, "release/tau")
-MOCK = os.path.join(TARGET, "release/tau-mock-llm")
+TAU = os.path.join(TARGET, "dist/tau")
+MOCK = os.path.join(TARGET, "dist/tau-mock-llm")
 
 
 def post(url, body):

@@ -10,9 +10,9 @@ cd "$(dirname "$0")/.."
 pi_dir=${PI_DIR:-/tmp/pi-ref}
 runs=${RUNS:-10}
 command -v hyperfine >/dev/null || apt-get install -y hyperfine >/dev/null
-cargo build --release --quiet -p tau
+cargo build --profile dist --quiet -p tau
 (cd extensions/node-host && [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error)
-tau="$PWD/target/release/tau"
+tau="$PWD/target/dist/tau"
 pi="$pi_dir/node_modules/.bin/pi"
 examples="$PWD/extensions/node-host/test/fixtures/pi-examples"
 work=$(mktemp -d)

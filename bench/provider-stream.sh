@@ -6,9 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pi_dir=${PI_DIR:-/tmp/pi-ref}
-cargo build --release --quiet -p tau-mock-llm
+cargo build --profile dist --quiet -p tau-mock-llm
 work=$(mktemp -d)
-./target/release/tau-mock-llm --port 0 >"$work/mock.out" 2>/dev/null &
+./target/dist/tau-mock-llm --port 0 >"$work/mock.out" 2>/dev/null &
 mock_pid=$!
 trap 'kill $mock_pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do [ -s "$work/mock.out" ] && break; sleep 0.05; done

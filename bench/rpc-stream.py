@@ -15,13 +15,13 @@ like pi 0.79 with ../shared/tools/install-pi.sh, version and directory changed.
 
 Each figure is the median of --runs runs (pi runs once: it takes seconds, not milliseconds).
 
-Needs release builds: cargo build --release -p tau -p tau-mock-llm
+Needs the shipped (dist) builds: cargo build --profile dist -p tau -p tau-mock-llm
 """
 import argparse, json, os, subprocess, sys, tempfile, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TAU = os.path.join(ROOT, "target/release/tau")
-MOCK = os.path.join(ROOT, "target/release/tau-mock-llm")
+TAU = os.path.join(ROOT, "target/dist/tau")
+MOCK = os.path.join(ROOT, "target/dist/tau-mock-llm")
 
 
 def post(url, body):

@@ -35,8 +35,8 @@ files=$(find "$copy" -type f -not -path '*/.git/*' | wc -l)
 size=$(du -sh --exclude=.git "$copy" | cut -f1)
 echo "tree: $TREE ($files files, $size), searched in its copy $copy"
 
-cargo build --release --quiet -p tau-tools --example search
-search="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/search"
+cargo build --profile dist --quiet -p tau-tools --example search
+search="${CARGO_TARGET_DIR:-$PWD/target}/dist/examples/search"
 big=100000000
 
 # Sanity: tau finds what rg and fd find. tau's text is capped at 50KB; when it is cut, the count

@@ -3,7 +3,7 @@
 `get_messages` that a client sends right after it, for tau and pi 0.79 in the same run.
 
     python3 bench/session-open.py [--sizes 5000,100000] [--runs 10] [--pi-runs 3]
-                                  [--tau target/release/tau] [--pi /tmp/pi-ref] [--only pi]
+                                  [--tau target/dist/tau] [--pi /tmp/pi-ref] [--only pi]
 
 For each size it generates two session files (pi's JSONL v3: header, model_change,
 thinking_level_change, then user/assistant messages of about 1 KB each with usage, and now
@@ -21,8 +21,8 @@ switch + get_messages, the size of the get_messages response, and the process's 
 (VmHWM) after its rounds. The header cwd is the benchmark's temp directory, which exists, as
 pi requires.
 
-Needs a release build of tau: cargo build --release -p tau (the path defaults to the
-target/release/tau of this repository; $CARGO_TARGET_DIR is honoured).
+Needs the shipped (dist) build of tau: cargo build --profile dist -p tau (the path defaults to the
+target/dist/tau of this repository; $CARGO_TARGET_DIR is honoured).
 """
 import argparse, json, os, random, shutil, statistics, subprocess, sys, tempfile, time, uuid
 
@@ -279,7 +279,7 @@ def main():
     parser.add_argument("--sizes", default="5000,100000")
     parser.add_argument("--runs", type=int, default=10, help="rounds per size for tau")
     parser.add_argument("--pi-runs", type=int, default=3, help="rounds per size for pi")
-    parser.add_argument("--tau", default=os.path.join(TARGET, "release/tau"))
+    parser.add_argument("--tau", default=os.path.join(TARGET, "dist/tau"))
     parser.add_argument("--pi", default="/tmp/pi-ref")
     parser.add_argument("--only", help="run only the targets whose name contains this")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
@@ -307,7 +307,7 @@ def main():
         targets.append(("tau", [args.tau, "--mode", "rpc", "--session-dir", os.path.join(work, "sessions-tau")],
                         args.runs))
     else:
-        print("tau not found at %s (cargo build --release -p tau); skipped" % args.tau, file=sys.stderr)
+        print("tau not found at %s (cargo build --profile dist -p tau); skipped" % args.tau, file=sys.stderr)
     pi = os.path.join(args.pi, "node_modules/.bin/pi")
     if os.path.exists(pi):
         targets.append(("pi 0.79", [pi, "--mode", "rpc", "--session-dir", os.path.join(work, "sessions-pi")],

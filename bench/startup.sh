@@ -10,8 +10,8 @@ pi_dir=${PI_DIR:-/tmp/pi-ref}
 command -v hyperfine >/dev/null || apt-get install -y hyperfine >/dev/null
 [ -x /usr/bin/time ] || apt-get install -y time >/dev/null
 
-cargo build --release --quiet -p tau
-tau="$PWD/target/release/tau"
+cargo build --profile dist --quiet -p tau
+tau="$PWD/target/dist/tau"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/agent" "$work/pi-agent"

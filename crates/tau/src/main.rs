@@ -1,6 +1,7 @@
 //! The `tau` binary: command-line parsing, stdout takeover, signals and exit codes around
 //! RPC mode ([`tau_rpc::serve`]).
 
+mod alloc_stats;
 mod cli;
 mod list_models;
 mod oneshot;
@@ -19,14 +20,21 @@ use tau_session::{
 
 use crate::cli::{Invocation, RunMode, RunOptions};
 
-/// mimalloc instead of glibc's allocator (built without transparent huge pages, which cost
-/// 8 MB of RSS at startup): opening a long session allocates every string of
-/// every message, and the streaming path allocates per delta; measured 1.7× faster on
-/// 100,000-entry sessions (`cargo bench -p tau-session --bench load`).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc_stats::Counting = alloc_stats::Counting::new();
 
 fn main() -> ExitCode {
+    let stats_file = GLOBAL.start_from_env();
+    let code = tau_main();
+    if let Some(file) = stats_file
+        && let Err(err) = std::fs::write(&file, GLOBAL.report())
+    {
+        warn(&format!("cannot write {}: {err}", file.display()));
+    }
+    code
+}
+
+fn tau_main() -> ExitCode {
     let invocation = match cli::parse(std::env::args_os().skip(1)) {
         Ok(invocation) => invocation,
         Err(message) => return fail(&message),
