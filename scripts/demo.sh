@@ -11,10 +11,12 @@ cd "$(dirname "$0")/.."
 raw=0
 if [ "${1:-}" = "--raw" ]; then raw=1; shift; fi
 prompt=${1:-"list files"}
-cargo build --release --quiet -p tau -p tau-mock-llm
-tau="$PWD/target/release/tau"
+# The test build (the dev profile), not the optimised one: a mock model needs no speed, and
+# a first demo on a fresh clone is ready in a third of the time; the tests reuse it.
+cargo build --quiet -p tau -p tau-mock-llm
+tau="${CARGO_TARGET_DIR:-$PWD/target}/debug/tau"
 work=$(mktemp -d)
-./target/release/tau-mock-llm --rules >"$work/mock.out" &
+"${CARGO_TARGET_DIR:-$PWD/target}/debug/tau-mock-llm" --rules >"$work/mock.out" &
 mock_pid=$!
 trap 'kill $mock_pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do [ -s "$work/mock.out" ] && break; sleep 0.05; done
