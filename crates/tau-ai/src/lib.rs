@@ -9,7 +9,6 @@
 
 pub mod provider;
 pub mod registry;
-pub mod skim;
 
 // The message, model and stream-event types are wire types, owned by `tau-protocol`.
 pub use tau_protocol::{

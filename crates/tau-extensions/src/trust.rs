@@ -4,7 +4,6 @@
 //! is `tau_resources::waits_for_trust`.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -42,8 +41,9 @@ impl TrustStore {
             .find_map(|dir| data.get(&dir.display().to_string()).copied().flatten()))
     }
 
-    /// Remembers `trusted` for `cwd`, keeping every other entry; written whole to a temporary
-    /// file and renamed over the old one, so a crash never leaves half a file.
+    /// Remembers `trusted` for `cwd`, keeping every other entry; written whole through the
+    /// one atomic-write helper (synced, then renamed over the old file), so a crash never
+    /// leaves half a file.
     pub fn set(&self, cwd: &Path, trusted: bool) -> Result<(), TrustError> {
         let mut data = self.read()?;
         data.insert(canonical(cwd).display().to_string(), Some(trusted));
@@ -55,10 +55,7 @@ impl TrustStore {
         std::fs::create_dir_all(dir).map_err(|e| failed(&e))?;
         let mut text = serde_json::to_string_pretty(&data).map_err(|e| failed(&e))?;
         text.push('\n');
-        let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| failed(&e))?;
-        file.write_all(text.as_bytes()).map_err(|e| failed(&e))?;
-        file.persist(&self.path).map_err(|e| failed(&e.error))?;
-        Ok(())
+        tau_base::atomic::write_atomically(&self.path, text.as_bytes()).map_err(|e| failed(&e))
     }
 
     /// `null` values are kept (pi writes them to clear an entry below a trusted parent).

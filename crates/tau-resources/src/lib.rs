@@ -85,8 +85,8 @@ impl Root {
     /// A path listed in a settings file (relative to that file's folder).
     fn listed(settings_dir: &Path, entry: &str, scope: &'static str, filter: Arc<Filter>) -> Self {
         Self {
-            path: tau_tools::normalize_path(
-                &settings_dir.join(tau_store::paths::expand_tilde(entry)),
+            path: tau_base::paths::normalize(
+                &settings_dir.join(tau_base::paths::expand_tilde(entry)),
             ),
             source: "local",
             scope,
@@ -98,7 +98,7 @@ impl Root {
 
     /// A path from the command line (relative to the working directory).
     fn cli(cwd: &Path, arg: &str) -> Self {
-        let path = tau_tools::normalize_path(&cwd.join(tau_store::paths::expand_tilde(arg)));
+        let path = tau_base::paths::normalize(&cwd.join(tau_base::paths::expand_tilde(arg)));
         let base_dir = if path.is_dir() {
             path.clone()
         } else {

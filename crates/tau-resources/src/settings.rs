@@ -540,7 +540,7 @@ fn update_file(path: &Path, changes: &[(&str, Value)]) -> Result<(), String> {
         .map_err(|e| format!("cannot serialise settings: {e}"))?;
     let mut options = std::fs::OpenOptions::new();
     options.write(true);
-    tau_tools::atomic::replace_file(
+    tau_base::atomic::replace_file(
         &target,
         text.as_bytes(),
         &options,

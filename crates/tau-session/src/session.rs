@@ -13,7 +13,7 @@ use crate::conversation::{Conversation, Queued};
 use crate::store::SessionStore;
 use crate::{
     BUILTIN_TOOL_NAMES, EventSink, HostToolDefinition, HostToolError, HostToolRegistry,
-    SessionEvent, Settings, StartupModel, TodoPhase, paths,
+    SessionEvent, Settings, StartupModel, TodoPhase,
 };
 
 mod bash;
@@ -936,7 +936,7 @@ impl AgentSession {
     fn tool_env(&self) -> tau_tools::ToolEnv {
         tau_tools::ToolEnv {
             cwd: self.config.cwd.clone(),
-            home: paths::home_dir(),
+            home: tau_base::paths::home_dir(),
             agent_dir: self.config.agent_dir.clone(),
             shell_path: self.settings.get("shellPath"),
             shell_command_prefix: self.settings.get("shellCommandPrefix"),

@@ -25,11 +25,11 @@ pub enum SessionChoice {
 
 /// The session directory and whether it is a custom one (used flat, filtered by `cwd`).
 pub fn session_dir(config: &SessionConfig, settings: &Settings) -> (PathBuf, bool) {
-    match config
-        .session_dir
-        .clone()
-        .or_else(|| settings.session_dir().map(|d| paths::expand_tilde(&d)))
-    {
+    match config.session_dir.clone().or_else(|| {
+        settings
+            .session_dir()
+            .map(|d| tau_base::paths::expand_tilde(&d))
+    }) {
         Some(dir) => (dir, true),
         None => (
             paths::default_session_dir(&config.agent_dir, &config.cwd),
@@ -126,7 +126,7 @@ fn locate(
     arg: &str,
 ) -> Result<PathBuf, String> {
     if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
-        return Ok(config.cwd.join(paths::expand_tilde(arg)));
+        return Ok(config.cwd.join(tau_base::paths::expand_tilde(arg)));
     }
     find_by_id_prefix(dir, arg, filter)
         .or_else(|| {

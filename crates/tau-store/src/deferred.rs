@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
-use tau_ai::skim::{Cursor, Skim};
+use tau_base::skim::{Cursor, Skim, Unreadable};
 
 use super::entry::{CURRENT_VERSION, SessionHeader};
 use super::{SessionStore, StoreError, open_locked};
@@ -217,10 +217,7 @@ fn skim_line(line: &str) -> Skim<Skimmed<'_>> {
                         }
                     })?;
                     let end = c.position();
-                    let text = line
-                        .get(start..end)
-                        .ok_or(tau_ai::skim::Unreadable)?
-                        .trim_end();
+                    let text = line.get(start..end).ok_or(Unreadable)?.trim_end();
                     skimmed.message = Some((text, plain));
                 }
                 _ => c.skip()?,
@@ -228,7 +225,7 @@ fn skim_line(line: &str) -> Skim<Skimmed<'_>> {
             Ok(())
         })
     })?;
-    skimmed.id = id.ok_or(tau_ai::skim::Unreadable)?;
+    skimmed.id = id.ok_or(Unreadable)?;
     Ok(skimmed)
 }
 
@@ -236,7 +233,7 @@ fn skim_line(line: &str) -> Skim<Skimmed<'_>> {
 fn borrowed<'a>(c: &mut Cursor<'a>) -> Skim<&'a str> {
     match c.string()? {
         Some(std::borrow::Cow::Borrowed(s)) => Ok(s),
-        _ => Err(tau_ai::skim::Unreadable),
+        _ => Err(Unreadable),
     }
 }
 

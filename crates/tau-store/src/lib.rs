@@ -744,7 +744,7 @@ fn replace_file(path: &Path, lines: &[String]) -> Result<File, StoreError> {
     options.read(true).append(true);
     // The new file is locked before it takes the old one's place, so no other process can
     // open it unlocked in between.
-    tau_tools::atomic::replace_file(path, content.as_bytes(), &options, |file| {
+    tau_base::atomic::replace_file(path, content.as_bytes(), &options, |file| {
         lock(file, path).map_err(std::io::Error::other)
     })
     .map_err(|e| io_err(e.into()))

@@ -3,29 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use tau_base::paths::{expand_tilde, home_dir};
+
 /// Environment variable naming the agent directory.
 pub const AGENT_DIR_ENV: &str = "TAU_AGENT_DIR";
-
-/// The user's home directory, from `$HOME` first.
-pub fn home_dir() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .or_else(std::env::home_dir)
-}
-
-/// Expands a leading `~` or `~/` to the home directory.
-pub fn expand_tilde(path: &str) -> PathBuf {
-    if path == "~" {
-        return home_dir().unwrap_or_else(|| PathBuf::from(path));
-    }
-    if let Some(rest) = path.strip_prefix("~/")
-        && let Some(home) = home_dir()
-    {
-        return home.join(rest);
-    }
-    PathBuf::from(path)
-}
 
 /// The agent directory: `$TAU_AGENT_DIR` (tilde-expanded) or `~/.tau/agent`.
 pub fn agent_dir() -> Option<PathBuf> {

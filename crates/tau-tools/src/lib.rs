@@ -3,7 +3,6 @@
 //! for `todo_write`), so a model tuned on them behaves the same; their descriptions are tau's
 //! own words.
 
-pub mod atomic;
 pub mod attach;
 pub mod bash;
 mod call;
@@ -20,7 +19,6 @@ pub mod todo_write;
 mod tool;
 pub mod truncate;
 mod walk;
-pub use walk::normalize as normalize_path;
 pub mod write;
 
 pub use env::ToolEnv;

@@ -6,7 +6,7 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -187,28 +187,6 @@ pub(crate) fn existing_dir(path: &Path) -> Result<(), String> {
     }
 }
 
-/// Lexical normalisation as Node's `path.resolve` does it: `.` dropped, `..` pops a
-/// component, trailing separators removed. pi prints and matches against such paths.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                // `..` above the root stays at the root, as in Node.
-                if !out.pop() && !out.has_root() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(".");
-    }
-    out
-}
-
 /// Reads the call's arguments with the coercions pi's validator applies first (TypeBox
 /// `Value.Convert`: numeric strings become numbers, `"true"` becomes `true`, …). The agent
 /// loop validates against the schema too; this keeps the tools safe when called directly.
@@ -235,7 +213,7 @@ impl<'a> Args<'a> {
     pub(crate) fn path(&self, env: &ToolEnv) -> Result<PathBuf, String> {
         let path = self.string("path")?.unwrap_or_default();
         let path = if path.is_empty() { "." } else { &path };
-        Ok(normalize(&env.resolve(path)))
+        Ok(tau_base::paths::normalize(&env.resolve(path)))
     }
 
     pub(crate) fn required_string(&self, name: &str) -> Result<String, String> {
@@ -479,14 +457,6 @@ pub(crate) fn display_key(key: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalizes_like_path_resolve() {
-        assert_eq!(normalize(Path::new("/a/./b/../c/")), Path::new("/a/c"));
-        assert_eq!(normalize(Path::new("/a/.")), Path::new("/a"));
-        assert_eq!(normalize(Path::new("/../x")), Path::new("/x"));
-        assert_eq!(normalize(Path::new("/")), Path::new("/"));
-    }
 
     #[test]
     fn head_output_truncates_like_truncate_head() {

@@ -13,10 +13,10 @@ use tau_agent::AgentToolResult;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
-use crate::atomic::ReplaceError;
 use crate::call::{abort_if_cancelled, args, text_block, until_cancelled};
 use crate::os_error::os_error;
 use crate::tool::builtin_tool;
+use tau_base::atomic::ReplaceError;
 
 const DESCRIPTION: &str = "Writes content to a file, replacing the file if it exists and \
 creating it, together with any missing parent directories, if it does not.";
@@ -146,7 +146,7 @@ fn write_atomic_blocking(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
     let mut options = fs::OpenOptions::new();
     options.write(true);
-    let replaced = crate::atomic::replace_file(&target, bytes, &options, |file| {
+    let replaced = tau_base::atomic::replace_file(&target, bytes, &options, |file| {
         if let Some(meta) = &existing {
             file.set_permissions(meta.permissions())?;
             keep_owner(file, meta);

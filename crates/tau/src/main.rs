@@ -99,7 +99,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir()
         .map_err(|e| anyhow::anyhow!("cannot read the working directory: {e}"))?;
     let session_dir = options.cli.session_dir.as_ref().map(|dir| {
-        let dir = paths::expand_tilde(&dir.to_string_lossy());
+        let dir = tau_base::paths::expand_tilde(&dir.to_string_lossy());
         if dir.is_absolute() {
             dir
         } else {

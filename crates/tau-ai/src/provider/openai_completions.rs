@@ -415,7 +415,7 @@ mod wire {
     use serde::Deserialize;
     use serde_json::Value;
 
-    use crate::skim::{Cursor, Unreadable};
+    use tau_base::skim::{Cursor, Unreadable};
 
     #[derive(Debug, PartialEq, Deserialize)]
     pub struct Chunk<'a> {

@@ -85,7 +85,11 @@ impl AgentSession {
         self.config
             .session_dir
             .clone()
-            .or_else(|| self.settings.session_dir().map(|d| paths::expand_tilde(&d)))
+            .or_else(|| {
+                self.settings
+                    .session_dir()
+                    .map(|d| tau_base::paths::expand_tilde(&d))
+            })
             .unwrap_or_else(|| paths::default_session_dir(&self.config.agent_dir, &self.config.cwd))
     }
 
@@ -155,7 +159,7 @@ impl AgentSession {
     /// directory). A missing or unreadable file is an error and the current session stays
     /// (decision 13); tools then work in the opened session's directory.
     pub async fn switch_session(&mut self, path: &str) -> Result<(), SessionError> {
-        let path = self.config.cwd.join(paths::expand_tilde(path));
+        let path = self.config.cwd.join(tau_base::paths::expand_tilde(path));
         let current = self.session_file();
         let same = current.is_some_and(|c| same_file(&c, &path));
         if same {
@@ -411,7 +415,7 @@ impl AgentSession {
             Some(p) => p.to_string(),
             None => default_export_file_name(file),
         };
-        let target = self.config.cwd.join(paths::expand_tilde(&shown));
+        let target = self.config.cwd.join(tau_base::paths::expand_tilde(&shown));
         let header = serde_json::to_value(store.header()).unwrap_or(Value::Null);
         let entries: Vec<Value> = store
             .entries()
@@ -435,7 +439,7 @@ impl AgentSession {
             session_name: store.session_name(),
         });
         drop(store);
-        tau_tools::atomic::write_atomically(&target, html.as_bytes())
+        tau_base::atomic::write_atomically(&target, html.as_bytes())
             .map_err(|e| SessionError::Store(format!("{}: {e}", target.display())))?;
         Ok(shown)
     }
