@@ -10,7 +10,9 @@ use std::io::{BufReader, Read, Write};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tau_ai::ImageContent;
-use tau_session::{AgentSession, EventSink, Outbound, PromptOutcome, QueueAs, SessionError};
+use tau_session::{
+    AgentSession, EventSink, InputSource, Outbound, QueueAs, SessionError, Submitted,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::framing::LineReader;
@@ -46,8 +48,8 @@ pub enum ExitReason {
 struct HeldPrompt {
     id: Option<Value>,
     name: &'static str,
-    text: String,
-    images: Option<Vec<ImageContent>>,
+    /// Already past the `input` hook.
+    message: tau_session::Admitted,
 }
 
 /// Cuts off the extension calls the input loop itself is waiting on (an `input` or
@@ -133,8 +135,7 @@ impl RpcServer {
     /// until none is left or a prompt is held again.
     pub async fn release_held(&mut self) {
         if let Some(held) = self.held.take() {
-            self.prompt(held.id, held.name, &held.text, held.images, None)
-                .await;
+            self.offer_held(held).await;
         }
         while self.held.is_none()
             && let Some(inbound) = self.backlog.pop_front()
@@ -483,16 +484,25 @@ impl RpcServer {
             Some("followUp") => Some(QueueAs::FollowUp),
             _ => None,
         };
-        match self.session.prompt(&text, images.clone(), queue_as).await {
-            Ok(PromptOutcome::Start(launch)) => {
+        // The same path as a typed prompt: `input` (source "extension"), expansion, then
+        // `before_agent_start` when it starts a run, as in pi.
+        let cancel = self.interrupt.current();
+        let submitted = self
+            .session
+            .submit(&text, images, queue_as, InputSource::Extension, &cancel)
+            .await;
+        match submitted {
+            Ok(Submitted::Start(launch)) => {
                 self.session.launch(*launch);
                 Ok(Value::Null)
             }
-            Ok(PromptOutcome::Queued) => Ok(Value::Null),
+            Ok(Submitted::Queued | Submitted::Handled) => Ok(Value::Null),
             // Sent after the run's `agent_end` (from an `agent_end` handler): it continues
             // that run, as in pi.
-            Ok(PromptOutcome::Held) => {
-                self.session.enqueue(QueueAs::FollowUp, &text, images).await;
+            Ok(Submitted::Held(message)) => {
+                self.session
+                    .enqueue(QueueAs::FollowUp, &message.text, message.images)
+                    .await;
                 Ok(Value::Null)
             }
             Err(err) => Err(err.to_string()),
@@ -656,8 +666,9 @@ impl RpcServer {
         self.session.abort().await;
     }
 
-    /// Accepts a prompt; when it starts a run, the response is written before the run's first
-    /// event, so this writes it itself and returns `None`.
+    /// Accepts a prompt through the session's one input path; when it starts a run, the
+    /// response is written before the run's first event, so this writes it itself and
+    /// returns `None`.
     async fn prompt(
         &mut self,
         id: Option<Value>,
@@ -666,77 +677,52 @@ impl RpcServer {
         images: Option<Vec<ImageContent>>,
         queue_as: Option<QueueAs>,
     ) -> Option<Vec<u8>> {
-        let extensions = self.session.extensions().cloned();
-        let mut text = std::borrow::Cow::Borrowed(text);
-        let mut images = images;
-        if let Some(extensions) = &extensions
-            && extensions.subscribed("input")
-        {
-            let behavior = self.session.is_streaming().then_some(match queue_as {
-                Some(QueueAs::Steer) => "steer",
-                _ => "followUp",
-            });
-            let outcome = tau_session::extension_hooks::input(
-                extensions,
-                text.to_string(),
-                images.take().unwrap_or_default(),
-                "rpc",
-                behavior,
-                &self.interrupt.current(),
+        let cancel = self.interrupt.current();
+        let submitted = self
+            .session
+            .submit(
+                text,
+                images.unwrap_or_default(),
+                queue_as,
+                InputSource::Rpc,
+                &cancel,
             )
             .await;
-            match outcome {
-                tau_session::extension_hooks::InputOutcome::Handled => {
-                    return Some(done(id, name));
-                }
-                tau_session::extension_hooks::InputOutcome::Continue {
-                    text: changed,
-                    images: changed_images,
-                } => {
-                    text = std::borrow::Cow::Owned(changed);
-                    images = (!changed_images.is_empty()).then_some(changed_images);
-                }
-            }
+        self.answer(id, name, submitted).await
+    }
+
+    /// A prompt held while the last run finished its post-run work, offered again (it has
+    /// passed `input` already).
+    async fn offer_held(&mut self, held: HeldPrompt) {
+        let cancel = self.interrupt.current();
+        let submitted = self.session.admit(held.message, None, &cancel).await;
+        if let Some(line) = self.answer(held.id, held.name, submitted).await {
+            self.sink.emit_line(line).await;
         }
-        let text = text.as_ref();
-        let kept_images = images.clone();
-        match self
-            .session
-            .prompt(text, images.unwrap_or_default(), queue_as)
-            .await
-        {
-            Ok(PromptOutcome::Held) => {
-                self.held = Some(HeldPrompt {
-                    id,
-                    name,
-                    text: text.to_string(),
-                    images: kept_images,
-                });
+    }
+
+    /// The response to a submitted prompt (written here, before the run, when one starts).
+    async fn answer(
+        &mut self,
+        id: Option<Value>,
+        name: &'static str,
+        submitted: Result<Submitted, SessionError>,
+    ) -> Option<Vec<u8>> {
+        match submitted {
+            Ok(Submitted::Handled) => Some(done(id, name)),
+            Ok(Submitted::Held(message)) => {
+                self.held = Some(HeldPrompt { id, name, message });
                 None
             }
             Err(err) => Some(fail(id, name, err)),
-            Ok(PromptOutcome::Queued) => Some(ok(
+            Ok(Submitted::Queued) => Some(ok(
                 id,
                 name,
                 &PromptData {
                     disposition: Disposition::Queued,
                 },
             )),
-            Ok(PromptOutcome::Start(mut launch)) => {
-                if let Some(extensions) = &extensions
-                    && extensions.subscribed("before_agent_start")
-                {
-                    let (prompt, images) = launch.prompt();
-                    let changes = tau_session::extension_hooks::before_agent_start(
-                        extensions,
-                        &prompt,
-                        &images,
-                        self.session.current_system_prompt(),
-                        &self.interrupt.current(),
-                    )
-                    .await;
-                    launch.apply(changes);
-                }
+            Ok(Submitted::Start(launch)) => {
                 self.sink
                     .emit_line(ok(
                         id,
@@ -806,8 +792,7 @@ impl RpcServer {
                 if let Some(held) = self.held.take() {
                     // The held prompt came before this abort; in pi it would already be
                     // running, so it starts and the abort ends it.
-                    self.prompt(held.id, held.name, &held.text, held.images, None)
-                        .await;
+                    self.offer_held(held).await;
                     self.session.abort().await;
                 }
                 self.sink.emit_line(done(id, name)).await;

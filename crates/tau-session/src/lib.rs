@@ -32,8 +32,8 @@ pub use host_tools::{
 pub use models::{StartupModel, resolve_startup_model};
 pub use outbound::{EventSink, ExtensionOutlet, Outbound};
 pub use session::{
-    AgentSession, BashRun, CompactDone, Launch, NavigateOptions, NavigateOutcome, PromptOutcome,
-    QueueAs, SessionConfig, SessionError, SessionStats,
+    Admitted, AgentSession, BashRun, CompactDone, InputSource, Launch, NavigateOptions,
+    NavigateOutcome, PromptOutcome, QueueAs, SessionConfig, SessionError, SessionStats, Submitted,
 };
 pub use settings::Settings;
 pub use startup::{SessionChoice, StartupStore, session_dir, startup_store};

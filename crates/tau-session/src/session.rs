@@ -19,11 +19,13 @@ use crate::{
 mod bash;
 mod compact;
 mod files;
+mod input;
 mod runs;
 mod tree;
 pub use bash::BashRun;
 pub use compact::CompactDone;
 pub use files::SessionStats;
+pub use input::{Admitted, InputSource, Submitted};
 pub use tree::{NavigateOptions, NavigateOutcome};
 
 /// How a session is set up at startup (from the command line and the environment).

@@ -18,6 +18,7 @@ mod flags;
 mod framing;
 mod hardening_host;
 mod hardening_input;
+mod input_path;
 mod lifecycle;
 mod models;
 mod oneshot;

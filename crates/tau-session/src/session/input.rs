@@ -1,0 +1,127 @@
+//! The one way a message enters the session, whoever sends it (an RPC `prompt`, `steer` or
+//! `follow_up`, a one-shot message, an extension's `sendUserMessage`, the coming front-ends):
+//! the extensions' `input` hook, then skill and template expansion with the queueing rules of
+//! [`AgentSession::prompt`], then `before_agent_start` when it starts a run, in pi's order.
+//! Front-ends only parse, call [`AgentSession::submit`], and write what it returns.
+
+use tau_ai::ImageContent;
+use tokio_util::sync::CancellationToken;
+
+use super::{AgentSession, Launch, PromptOutcome, QueueAs, SessionError};
+use crate::extension_hooks::{self, InputOutcome};
+
+/// Who sent a message: the `source` of pi's `input` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputSource {
+    /// A client of a front-end (RPC, the one-shot modes).
+    Rpc,
+    /// An extension's `sendUserMessage`.
+    Extension,
+}
+
+impl InputSource {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Rpc => "rpc",
+            Self::Extension => "extension",
+        }
+    }
+}
+
+/// A message that passed `input` but arrived while the last run still had post-run work:
+/// offer it again with [`AgentSession::admit`] once that work is done (it does not pass
+/// `input` twice).
+#[derive(Debug, Clone)]
+pub struct Admitted {
+    pub text: String,
+    pub images: Vec<ImageContent>,
+}
+
+/// What became of a submitted message.
+#[derive(Debug)]
+pub enum Submitted {
+    /// An `input` handler took care of it: nothing runs.
+    Handled,
+    /// Queued behind the active run.
+    Queued,
+    /// Ready to run, `before_agent_start` applied: answer the sender, then pass it to
+    /// [`AgentSession::launch`] (so the answer precedes `agent_start`).
+    Start(Box<Launch>),
+    /// The last run still has post-run work; see [`Admitted`].
+    Held(Admitted),
+}
+
+impl AgentSession {
+    /// A message from `source`, to run now or (with `queue_as`) to queue behind a run.
+    /// `cancel` ends the extension hooks early (an `abort` read meanwhile).
+    pub async fn submit(
+        &mut self,
+        text: &str,
+        images: Vec<ImageContent>,
+        queue_as: Option<QueueAs>,
+        source: InputSource,
+        cancel: &CancellationToken,
+    ) -> Result<Submitted, SessionError> {
+        let (mut text, mut images) = (text.to_string(), images);
+        if let Some(extensions) = self.extensions().cloned()
+            && extensions.subscribed("input")
+        {
+            let behavior = self.is_streaming().then_some(match queue_as {
+                Some(QueueAs::Steer) => "steer",
+                _ => "followUp",
+            });
+            let outcome = extension_hooks::input(
+                &extensions,
+                text,
+                images,
+                source.as_str(),
+                behavior,
+                cancel,
+            )
+            .await;
+            match outcome {
+                InputOutcome::Handled => return Ok(Submitted::Handled),
+                InputOutcome::Continue {
+                    text: changed,
+                    images: changed_images,
+                } => (text, images) = (changed, changed_images),
+            }
+        }
+        self.admit(Admitted { text, images }, queue_as, cancel)
+            .await
+    }
+
+    /// A message past `input` (a held one offered again): expansion, queueing, and
+    /// `before_agent_start` when it starts a run.
+    pub async fn admit(
+        &mut self,
+        message: Admitted,
+        queue_as: Option<QueueAs>,
+        cancel: &CancellationToken,
+    ) -> Result<Submitted, SessionError> {
+        let outcome = self
+            .prompt(&message.text, message.images.clone(), queue_as)
+            .await?;
+        Ok(match outcome {
+            PromptOutcome::Queued => Submitted::Queued,
+            PromptOutcome::Held => Submitted::Held(message),
+            PromptOutcome::Start(mut launch) => {
+                if let Some(extensions) = self.extensions().cloned()
+                    && extensions.subscribed("before_agent_start")
+                {
+                    let (prompt, images) = launch.prompt();
+                    let changes = extension_hooks::before_agent_start(
+                        &extensions,
+                        &prompt,
+                        &images,
+                        self.current_system_prompt(),
+                        cancel,
+                    )
+                    .await;
+                    launch.apply(changes);
+                }
+                Submitted::Start(launch)
+            }
+        })
+    }
+}
