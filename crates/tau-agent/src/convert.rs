@@ -1,9 +1,9 @@
 //! What the model sees of an agent's context (`convertToLlm`): the LLM roles pass through,
 //! bash executions, extension messages and summaries become user messages in pi's wording.
 
-use tau_ai::{Message, TextContent, UserContent, UserContentBlock, UserMessage};
-
-use crate::AgentMessage;
+use tau_protocol::{
+    AgentMessage, Message, TextContent, UserContent, UserContentBlock, UserMessage,
+};
 
 fn user_text(text: String, timestamp: i64) -> Message {
     Message::User(UserMessage {
@@ -120,7 +120,7 @@ pub fn block_images(mut messages: Vec<Message>) -> Vec<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::BashExecutionMessage;
+    use tau_protocol::BashExecutionMessage;
 
     fn text_of(m: &Message) -> String {
         match m {
@@ -169,7 +169,7 @@ mod tests {
             })
         };
         let image = || {
-            UserContentBlock::Image(tau_ai::ImageContent {
+            UserContentBlock::Image(tau_protocol::ImageContent {
                 data: "AAAA".into(),
                 mime_type: "image/png".into(),
             })
@@ -185,7 +185,7 @@ mod tests {
             timestamp: 1,
             attachments: None,
         });
-        let result = Message::ToolResult(tau_ai::ToolResultMessage {
+        let result = Message::ToolResult(tau_protocol::ToolResultMessage {
             tool_call_id: "c".into(),
             tool_name: "read".into(),
             content: vec![image()],

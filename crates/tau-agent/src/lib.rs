@@ -1,6 +1,11 @@
-//! The agent layer: the messages an agent keeps in its context ([`AgentMessage`], which adds
-//! bash executions, extension messages and summaries to the LLM messages) and the
-//! [`AgentEvent`] stream of a run, the [`run`] loop and the [`AgentTool`] interface.
+//! The agent layer: the [`run`] loop, the [`AgentTool`] interface, and what the model sees of
+//! an agent's context ([`convert_to_llm`]).
+//!
+//! The messages an agent keeps in its context
+//! ([`AgentMessage`](tau_protocol::AgentMessage), which adds bash executions, extension
+//! messages and summaries to the LLM messages) and the
+//! [`AgentEvent`](tau_protocol::AgentEvent) stream of a run are wire types, owned by
+//! `tau-protocol`.
 
 mod convert;
 mod run;
@@ -8,11 +13,6 @@ mod tool;
 mod validate;
 
 pub use convert::{IMAGES_BLOCKED, block_images, convert_to_llm};
-// The agent's messages and events are wire types, owned by `tau-protocol`.
 pub use run::{RunHost, RunSpec, SKIPPED_FOR_STEERING, run};
-pub use tau_protocol::{
-    AgentEvent, AgentMessage, AgentToolResult, BashExecutionMessage, BranchSummaryMessage,
-    CompactionSummaryMessage, CustomMessage, InterruptMode, QueueMode,
-};
 pub use tool::{AgentTool, ToolContext};
 pub use validate::{coerce, validate_arguments};

@@ -6,14 +6,15 @@ use std::sync::Arc;
 use futures_util::future::{BoxFuture, join_all};
 use serde_json::{Map, Value, json};
 use tau_ai::provider::{Context, HttpClient, StreamOptions, Tool, stream};
-use tau_ai::{
-    AssistantContent, AssistantMessage, AssistantMessageEvent, Message, Model, StopReason,
-    TextContent, ToolCall, ToolResultMessage, Usage, UserContentBlock,
+use tau_protocol::{
+    AgentEvent, AgentMessage, AgentToolResult, AssistantContent, AssistantMessage,
+    AssistantMessageEvent, Message, Model, StopReason, TextContent, ToolCall, ToolResultMessage,
+    Usage, UserContentBlock,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::{AgentEvent, AgentMessage, AgentTool, AgentToolResult, ToolContext};
+use crate::{AgentTool, ToolContext};
 
 /// What a run needs to call the model.
 #[derive(Clone)]

@@ -3,10 +3,9 @@
 
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
+use tau_protocol::AgentToolResult;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-use crate::AgentToolResult;
 
 /// What a running tool gets besides its arguments.
 #[derive(Debug, Clone)]

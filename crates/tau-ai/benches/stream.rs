@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tau_ai::provider::{Context, StreamOptions, http_client, stream};
-use tau_ai::{
+use tau_mock_llm::{MockServer, Reply};
+use tau_protocol::{
     AssistantMessageEvent, InputModality, Message, Model, ModelCost, UserContent, UserMessage,
 };
-use tau_mock_llm::{MockServer, Reply};
 
 struct Counting;
 

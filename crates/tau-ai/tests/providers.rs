@@ -10,11 +10,11 @@ use tau_ai::provider::{
     CancellationToken, Context, StreamOptions, Tool, http_client, is_overflow_error,
     is_retryable_error, stream,
 };
-use tau_ai::{
+use tau_mock_llm::{Fault, MockServer, Reply};
+use tau_protocol::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, InputModality, Message, Model,
     ModelCost, StopReason, UserContent, UserMessage,
 };
-use tau_mock_llm::{Fault, MockServer, Reply};
 
 const APIS: [&str; 4] = [
     "anthropic-messages",
@@ -464,7 +464,7 @@ async fn missing_key_and_unknown_api_fail_without_a_request() {
 /// A user image and a tool-result image in the context, in each API's own shape.
 #[tokio::test]
 async fn images_reach_every_api_in_its_own_shape() {
-    use tau_ai::{
+    use tau_protocol::{
         AssistantMessage as Am, ImageContent, TextContent, ToolCall, ToolResultMessage, Usage,
         UserContentBlock,
     };
@@ -565,7 +565,7 @@ async fn thinking_levels_map_to_each_api() {
         server.push(Reply::text("ok"));
         server.push(Reply::text("ok"));
         let opts = StreamOptions {
-            reasoning: Some(tau_ai::ThinkingLevel::High),
+            reasoning: Some(tau_protocol::ThinkingLevel::High),
             ..options()
         };
         let m = model(api, &server.url());
@@ -629,7 +629,7 @@ async fn encrypted_reasoning_is_carried_across_turns() {
     server.push(Reply::text("Second."));
     let m = model("openai-responses", &server.url());
     let opts = StreamOptions {
-        reasoning: Some(tau_ai::ThinkingLevel::Medium),
+        reasoning: Some(tau_protocol::ThinkingLevel::Medium),
         ..options()
     };
     let mut ctx = context();

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
-use tau_agent::{AgentTool, AgentToolResult, ToolContext};
+use tau_agent::{AgentTool, ToolContext};
+use tau_protocol::AgentToolResult;
 use tau_protocol::extension::ToolRegistration;
 use tokio::sync::mpsc;
 

@@ -21,6 +21,7 @@ pub mod rpc;
 pub mod schema;
 mod session_event;
 mod todos;
+mod tool_details;
 
 pub use agent_event::{AgentEvent, AgentToolResult};
 pub use agent_message::{
@@ -39,5 +40,8 @@ pub use model::{
     clamp_thinking_level,
 };
 pub use modes::{InterruptMode, QueueMode};
-pub use session_event::{CompactionReason, CompactionResult, SessionEvent, TodoReminderItem};
+pub use session_event::{
+    CompactionDetails, CompactionReason, CompactionResult, SessionEvent, TodoReminderItem,
+};
 pub use todos::{TodoItem, TodoPhase, TodoStatus};
+pub use tool_details::{TruncatedBy, Truncation};

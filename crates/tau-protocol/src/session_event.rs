@@ -35,6 +35,29 @@ pub struct CompactionResult {
     pub preserve_data: Option<Value>,
 }
 
+/// The file lists of a compaction, pi's `details` (`{"readFiles":[…],"modifiedFiles":[…]}`),
+/// in `CompactionResult.details` and in `compaction` and `branch_summary` entries. That field
+/// stays free-form JSON, since an extension's own compaction brings details of its own shape.
+/// `read_files` holds files only read; a file both read and changed is in `modified_files`.
+/// Both are sorted.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CompactionDetails {
+    #[serde(rename = "readFiles", default)]
+    pub read_files: Vec<String>,
+    #[serde(rename = "modifiedFiles", default)]
+    pub modified_files: Vec<String>,
+}
+
+impl CompactionDetails {
+    /// The JSON stored in the `compaction` entry and sent in the result.
+    pub fn to_value(&self) -> Value {
+        serde_json::json!({
+            "readFiles": self.read_files,
+            "modifiedFiles": self.modified_files,
+        })
+    }
+}
+
 /// One incomplete task in a `todo_reminder` event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TodoReminderItem {

@@ -25,25 +25,12 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use filter::Filter;
+use tau_protocol::rpc::SourceInfo;
 
-use serde::Serialize;
+use filter::Filter;
 
 pub use prompts::PromptTemplate;
 pub use skills::Skill;
-
-/// Where a resource came from, as `get_commands` reports it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SourceInfo {
-    pub path: String,
-    /// `auto` (found in a known folder) or `local` (named on the command line).
-    pub source: String,
-    /// `user`, `project` or `temporary` (command line).
-    pub scope: String,
-    pub origin: String,
-    #[serde(rename = "baseDir", skip_serializing_if = "Option::is_none")]
-    pub base_dir: Option<String>,
-}
 
 /// A folder (or file) resources are loaded from, and how they are reported.
 #[derive(Debug, Clone)]

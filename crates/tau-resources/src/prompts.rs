@@ -3,8 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use tau_protocol::rpc::SourceInfo;
+
 use super::skills::walk;
-use super::{Named, Root, SourceInfo, frontmatter, push_unless_taken};
+use super::{Named, Root, frontmatter, push_unless_taken};
 
 /// A loaded template.
 #[derive(Debug, Clone, PartialEq)]

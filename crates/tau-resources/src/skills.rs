@@ -6,7 +6,9 @@ pub(crate) mod walk;
 
 use std::path::{Path, PathBuf};
 
-use super::{Named, Root, SourceInfo, frontmatter, push_unless_taken};
+use tau_protocol::rpc::SourceInfo;
+
+use super::{Named, Root, frontmatter, push_unless_taken};
 
 /// A loaded skill.
 #[derive(Debug, Clone, PartialEq)]

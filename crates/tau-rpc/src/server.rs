@@ -9,7 +9,7 @@ use std::io::{BufReader, Read, Write};
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use tau_ai::ImageContent;
+use tau_protocol::ImageContent;
 use tau_session::{
     AgentSession, EventSink, InputSource, Outbound, QueueAs, SessionError, Submitted,
 };
@@ -902,7 +902,7 @@ impl RpcServer {
             RpcCommand::GetMessages(_) => session.with_messages(|messages| {
                 #[derive(Serialize)]
                 struct Borrowed<'a> {
-                    messages: &'a [tau_agent::AgentMessage],
+                    messages: &'a [tau_protocol::AgentMessage],
                 }
                 ok(id, name, &Borrowed { messages })
             }),

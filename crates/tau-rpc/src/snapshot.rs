@@ -12,7 +12,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 use tau_ai::provider::parse_arguments;
-use tau_ai::{AssistantContent, AssistantMessage, AssistantMessageEvent};
+use tau_protocol::{AssistantContent, AssistantMessage, AssistantMessageEvent};
 
 /// Which `message_update` shape the host wants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,7 +52,7 @@ pub struct SnapshotRenderer {
     current: Option<Streaming>,
     /// Lean shape: the last `usage` written and its JSON, reused while it does not change
     /// (it changes a few times per message, the events thousands of times).
-    lean_usage: Option<(tau_ai::Usage, Vec<u8>)>,
+    lean_usage: Option<(tau_protocol::Usage, Vec<u8>)>,
 }
 
 const HEAD: &[u8] = br#"{"role":"assistant","content":["#;
@@ -120,7 +120,7 @@ impl SnapshotRenderer {
     pub fn write_update(
         &mut self,
         out: &mut impl Write,
-        usage: Option<&tau_ai::Usage>,
+        usage: Option<&tau_protocol::Usage>,
         event: &AssistantMessageEvent,
     ) -> io::Result<()> {
         if self.shape == UpdateShape::Lean {
@@ -281,19 +281,21 @@ impl Streaming {
     fn apply(&mut self, event: &AssistantMessageEvent) -> io::Result<()> {
         use AssistantMessageEvent as E;
         match event {
-            E::TextStart { .. } => self.open_block(AssistantContent::Text(tau_ai::TextContent {
-                text: String::new(),
-                text_signature: None,
-            })),
+            E::TextStart { .. } => {
+                self.open_block(AssistantContent::Text(tau_protocol::TextContent {
+                    text: String::new(),
+                    text_signature: None,
+                }))
+            }
             E::ThinkingStart { .. } => {
-                self.open_block(AssistantContent::Thinking(tau_ai::ThinkingContent {
+                self.open_block(AssistantContent::Thinking(tau_protocol::ThinkingContent {
                     thinking: String::new(),
                     thinking_signature: None,
                     redacted: None,
                 }))
             }
             E::ToolCallStart { id, tool_name, .. } => {
-                let block = AssistantContent::ToolCall(tau_ai::ToolCall {
+                let block = AssistantContent::ToolCall(tau_protocol::ToolCall {
                     id: id.clone().unwrap_or_default(),
                     name: tool_name.clone().unwrap_or_default(),
                     arguments: serde_json::Map::new(),
@@ -414,7 +416,7 @@ impl Streaming {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tau_ai::{StopReason, TextContent, ToolCall, Usage};
+    use tau_protocol::{StopReason, TextContent, ToolCall, Usage};
 
     #[test]
     fn hand_written_deltas_match_serde() {

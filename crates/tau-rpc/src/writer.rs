@@ -4,7 +4,7 @@
 
 use std::io::{self, BufWriter, IoSlice, Write};
 
-use tau_agent::{AgentEvent, AgentMessage};
+use tau_protocol::{AgentEvent, AgentMessage};
 use tau_session::store::RawJsonArray;
 use tau_session::{Outbound, SessionEvent};
 use tokio::sync::{mpsc, oneshot};

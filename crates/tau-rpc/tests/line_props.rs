@@ -149,7 +149,7 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
         let registry = tau_ai::registry::Registry::new(dir.path(), |_| None);
         let startup = tau_session::StartupModel {
             model: None,
-            thinking_level: tau_ai::ThinkingLevel::Off,
+            thinking_level: tau_protocol::ThinkingLevel::Off,
             scope: Vec::new(),
             warnings: Vec::new(),
         };

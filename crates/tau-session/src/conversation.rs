@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::future::BoxFuture;
-use tau_agent::{AgentEvent, AgentMessage, QueueMode, RunHost, convert_to_llm};
-use tau_ai::{AssistantMessage, Message, StopReason};
+use tau_agent::{RunHost, convert_to_llm};
+use tau_protocol::{AgentEvent, AgentMessage, AssistantMessage, Message, QueueMode, StopReason};
 
 use crate::retry::{RetrySettings, RetryState, is_retryable_reply};
 use crate::store::{SessionStore, StoreError};
@@ -31,7 +31,7 @@ pub(crate) struct State {
     pub delivering: VecDeque<(bool, Option<String>)>,
     pub steering_mode: QueueMode,
     pub follow_up_mode: QueueMode,
-    pub interrupt_mode: tau_agent::InterruptMode,
+    pub interrupt_mode: tau_protocol::InterruptMode,
     /// A run is streaming: messages from outside the loop (the RPC `bash` command) wait in
     /// `held_back` until it ends.
     pub run_active: bool,
@@ -351,11 +351,11 @@ impl RunHost for Host {
 
     fn after_tool_result<'a>(
         &'a self,
-        call: &'a tau_ai::ToolCall,
+        call: &'a tau_protocol::ToolCall,
         arguments: &'a serde_json::Map<String, serde_json::Value>,
-        result: tau_agent::AgentToolResult,
+        result: tau_protocol::AgentToolResult,
         is_error: bool,
-    ) -> BoxFuture<'a, (tau_agent::AgentToolResult, bool)> {
+    ) -> BoxFuture<'a, (tau_protocol::AgentToolResult, bool)> {
         Box::pin(async move {
             match &self.extensions {
                 Some(extensions) if extensions.subscribed("tool_result") => {
@@ -376,7 +376,7 @@ impl RunHost for Host {
 
     fn before_tool_call<'a>(
         &'a self,
-        call: &'a tau_ai::ToolCall,
+        call: &'a tau_protocol::ToolCall,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> BoxFuture<'a, Result<serde_json::Map<String, serde_json::Value>, String>> {
         Box::pin(async move {
@@ -421,7 +421,7 @@ impl RunHost for Host {
     }
 
     fn interrupts_tools(&self) -> bool {
-        self.conversation.lock().interrupt_mode == tau_agent::InterruptMode::Immediate
+        self.conversation.lock().interrupt_mode == tau_protocol::InterruptMode::Immediate
     }
 
     fn has_steering(&self) -> bool {

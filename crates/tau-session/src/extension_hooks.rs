@@ -15,7 +15,7 @@ const BLOCKED: &str = "Tool execution was blocked";
 /// one must not let the call through): the error text becomes the reason.
 pub(crate) async fn tool_call(
     extensions: &Extensions,
-    call: &tau_ai::ToolCall,
+    call: &tau_protocol::ToolCall,
     arguments: Map<String, Value>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Map<String, Value>, String> {
@@ -66,7 +66,7 @@ pub enum InputOutcome {
     /// Go on with this text and these images (transformed or not).
     Continue {
         text: String,
-        images: Vec<tau_ai::ImageContent>,
+        images: Vec<tau_protocol::ImageContent>,
     },
     /// A handler took care of it: no run.
     Handled,
@@ -89,7 +89,7 @@ pub fn custom_message(message: &Value) -> Result<tau_protocol::CustomMessage, se
 pub async fn input(
     extensions: &Extensions,
     text: String,
-    images: Vec<tau_ai::ImageContent>,
+    images: Vec<tau_protocol::ImageContent>,
     source: &str,
     streaming_behavior: Option<&str>,
     cancel: &tokio_util::sync::CancellationToken,
@@ -138,7 +138,7 @@ pub async fn input(
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentStartChanges {
     /// Custom messages placed after the prompt.
-    pub messages: Vec<tau_agent::AgentMessage>,
+    pub messages: Vec<tau_protocol::AgentMessage>,
     /// The system prompt for this run, when a handler changed it.
     pub system_prompt: Option<String>,
 }
@@ -147,7 +147,7 @@ pub struct AgentStartChanges {
 pub async fn before_agent_start(
     extensions: &Extensions,
     prompt: &str,
-    images: &[tau_ai::ImageContent],
+    images: &[tau_protocol::ImageContent],
     system_prompt: String,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> AgentStartChanges {
@@ -175,7 +175,7 @@ pub async fn before_agent_start(
                 returned
                     .iter()
                     .filter_map(|m| custom_message(m).ok())
-                    .map(tau_agent::AgentMessage::Custom),
+                    .map(tau_protocol::AgentMessage::Custom),
             );
             if let Some(prompt) = result.get("systemPrompt").filter(|p| p.is_string()) {
                 event["systemPrompt"] = prompt.clone();
@@ -196,9 +196,9 @@ pub async fn before_agent_start(
 /// `None` when nothing changed them. The session's own messages stay as they are.
 pub(crate) async fn context(
     extensions: &Extensions,
-    messages: &[tau_agent::AgentMessage],
+    messages: &[tau_protocol::AgentMessage],
     cancel: &tokio_util::sync::CancellationToken,
-) -> Option<Vec<tau_agent::AgentMessage>> {
+) -> Option<Vec<tau_protocol::AgentMessage>> {
     let mut changed = false;
     let event = extensions
         .emit(
@@ -223,12 +223,12 @@ pub(crate) async fn context(
 /// each handler seeing the previous one's result.
 pub(crate) async fn tool_result(
     extensions: &Extensions,
-    call: &tau_ai::ToolCall,
+    call: &tau_protocol::ToolCall,
     input: &Map<String, Value>,
-    result: tau_agent::AgentToolResult,
+    result: tau_protocol::AgentToolResult,
     is_error: bool,
     cancel: &tokio_util::sync::CancellationToken,
-) -> (tau_agent::AgentToolResult, bool) {
+) -> (tau_protocol::AgentToolResult, bool) {
     let event = json!({"type": "tool_result", "toolCallId": call.id, "toolName": call.name,
         "input": input, "content": result.content, "details": result.details,
         "isError": is_error});
@@ -249,7 +249,7 @@ pub(crate) async fn tool_result(
     };
     let is_error = event["isError"].as_bool().unwrap_or(is_error);
     (
-        tau_agent::AgentToolResult {
+        tau_protocol::AgentToolResult {
             content,
             details,
             terminate: result.terminate,
@@ -263,9 +263,9 @@ pub(crate) async fn tool_result(
 /// pi's `extension_error` and is ignored.
 pub(crate) async fn message_end(
     extensions: &Extensions,
-    message: tau_agent::AgentMessage,
+    message: tau_protocol::AgentMessage,
     cancel: &tokio_util::sync::CancellationToken,
-) -> tau_agent::AgentMessage {
+) -> tau_protocol::AgentMessage {
     let Ok(mut current) = serde_json::to_value(&message) else {
         return message;
     };

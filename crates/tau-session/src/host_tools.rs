@@ -240,7 +240,7 @@ impl HostTool {
         call_id: &str,
         arguments: serde_json::Map<String, Value>,
         context: tau_agent::ToolContext,
-    ) -> Result<tau_agent::AgentToolResult, String> {
+    ) -> Result<tau_protocol::AgentToolResult, String> {
         let aborted = || format!("Host tool \"{}\" was aborted", self.tool.name);
         if context.cancel.is_cancelled() {
             return Err(aborted());
@@ -284,7 +284,7 @@ impl HostTool {
                     return Err(aborted());
                 }
                 Some(update) = updates_rx.recv() => {
-                    context.update(tau_agent::AgentToolResult {
+                    context.update(tau_protocol::AgentToolResult {
                         content: update.content,
                         details: update.details,
                         terminate: None,
@@ -292,7 +292,7 @@ impl HostTool {
                 }
                 result = &mut result_rx => {
                     return match result {
-                        Ok((output, false)) => Ok(tau_agent::AgentToolResult {
+                        Ok((output, false)) => Ok(tau_protocol::AgentToolResult {
                             content: output.content,
                             details: output.details,
                             terminate: None,
@@ -329,7 +329,7 @@ impl tau_agent::AgentTool for HostTool {
         call_id: &'a str,
         arguments: serde_json::Map<String, Value>,
         context: tau_agent::ToolContext,
-    ) -> futures_util::future::BoxFuture<'a, Result<tau_agent::AgentToolResult, String>> {
+    ) -> futures_util::future::BoxFuture<'a, Result<tau_protocol::AgentToolResult, String>> {
         Box::pin(self.call(call_id, arguments, context))
     }
 }

@@ -4,7 +4,7 @@
 //! the session records and announces whatever a method reports as [`Changed`].
 
 use tau_ai::registry::{Registry, ScopedModel};
-use tau_ai::{Model, ThinkingLevel, clamp_thinking_level};
+use tau_protocol::{Model, ThinkingLevel, clamp_thinking_level};
 
 use crate::SessionError;
 use crate::models::supported_levels;

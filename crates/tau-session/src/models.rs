@@ -4,7 +4,7 @@
 //! provider default with credentials.
 
 use tau_ai::registry::{ApiKey, Registry, ScopedModel};
-use tau_ai::{Model, ThinkingLevel, clamp_thinking_level};
+use tau_protocol::{Model, ThinkingLevel, clamp_thinking_level};
 
 use crate::{SessionConfig, Settings};
 

@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use tau_ai::provider::{is_context_overflow, is_retryable_error};
-use tau_ai::{AssistantMessage, StopReason};
+use tau_protocol::{AssistantMessage, StopReason};
 
 use crate::Settings;
 
@@ -199,7 +199,7 @@ impl RetryState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tau_ai::Usage;
+    use tau_protocol::Usage;
 
     fn reply(stop_reason: StopReason, error: Option<&str>) -> AssistantMessage {
         AssistantMessage {

@@ -3,11 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tau_agent::{AgentMessage, InterruptMode, QueueMode, RunSpec};
+use tau_agent::RunSpec;
 use tau_ai::provider::{HttpClient, StreamOptions};
 use tau_ai::registry::Registry;
-use tau_ai::{ImageContent, TextContent, UserContent, UserContentBlock, UserMessage};
-use tau_ai::{Model, ThinkingLevel};
+use tau_protocol::{
+    AgentMessage, ImageContent, InterruptMode, Model, QueueMode, TextContent, ThinkingLevel,
+    UserContent, UserContentBlock, UserMessage,
+};
 
 use crate::conversation::{Conversation, Queued};
 use crate::store::SessionStore;
@@ -589,13 +591,14 @@ impl AgentSession {
         let state = self.conversation.lock();
         state.messages.iter().rev().find_map(|m| match m {
             AgentMessage::Assistant(a)
-                if !(a.stop_reason == tau_ai::StopReason::Aborted && a.content.is_empty()) =>
+                if !(a.stop_reason == tau_protocol::StopReason::Aborted
+                    && a.content.is_empty()) =>
             {
                 let text: String = a
                     .content
                     .iter()
                     .filter_map(|c| match c {
-                        tau_ai::AssistantContent::Text(t) => Some(t.text.as_str()),
+                        tau_protocol::AssistantContent::Text(t) => Some(t.text.as_str()),
                         _ => None,
                     })
                     .collect();
@@ -946,7 +949,7 @@ impl AgentSession {
             model_accepts_images: self
                 .models
                 .model()
-                .is_some_and(|m| m.input.contains(&tau_ai::InputModality::Image)),
+                .is_some_and(|m| m.input.contains(&tau_protocol::InputModality::Image)),
         }
     }
 
@@ -1070,10 +1073,10 @@ impl AgentSession {
         self.conversation
             .persist(|store| store.append_message(message.clone()));
         for event in [
-            tau_agent::AgentEvent::MessageStart {
+            tau_protocol::AgentEvent::MessageStart {
                 message: message.clone(),
             },
-            tau_agent::AgentEvent::MessageEnd { message },
+            tau_protocol::AgentEvent::MessageEnd { message },
         ] {
             self.events.emit(SessionEvent::Agent(event)).await;
         }

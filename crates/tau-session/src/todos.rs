@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde::Deserialize;
-use tau_agent::AgentMessage;
-use tau_protocol::{CustomMessage, TodoPhase, TodoReminderItem, TodoStatus, UserContent};
+use tau_protocol::{
+    AgentMessage, CustomMessage, TodoPhase, TodoReminderItem, TodoStatus, UserContent,
+};
 use tau_tools::todo_write::{self, TodoList, is_open};
 
 use crate::store::{EntryKind, SessionEntry};

@@ -2,8 +2,9 @@
 //! from the last successful reply, plus an estimate of everything after it at four UTF-16 code
 //! units per token. Compaction thresholds and `contextUsage` both use it, so they match pi's.
 
-use tau_agent::AgentMessage;
-use tau_ai::{AssistantContent, StopReason, Usage, UserContent, UserContentBlock};
+use tau_protocol::{
+    AgentMessage, AssistantContent, StopReason, Usage, UserContent, UserContentBlock,
+};
 
 /// What an image counts for, in characters (pi's estimate of a typical image).
 const IMAGE_CHARS: usize = 4800;
@@ -123,7 +124,7 @@ pub fn usage_known_since_compaction(branch: &[&crate::store::SessionEntry]) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tau_ai::{TextContent, UserMessage};
+    use tau_protocol::{TextContent, UserMessage};
 
     fn user(text: &str) -> AgentMessage {
         AgentMessage::User(UserMessage {

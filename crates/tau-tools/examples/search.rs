@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::{Map, json};
-use tau_ai::UserContentBlock;
+use tau_protocol::UserContentBlock;
 use tau_tools::ToolEnv;
 use tau_tools::find::FindTool;
 use tau_tools::grep::GrepTool;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use tau_ai::ImageContent;
+use tau_protocol::ImageContent;
 
 use crate::image_resize::{ResizeLimits, dimension_note, resize_image};
 use crate::read::sniff_image_mime;

@@ -3,7 +3,7 @@
 //! text blocks, and numbers printed as pi's template strings print them.
 
 use serde_json::{Map, Value};
-use tau_ai::{TextContent, UserContentBlock};
+use tau_protocol::{TextContent, UserContentBlock};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) const ABORTED: &str = "Operation aborted";

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use similar::{Algorithm, DiffTag, TextDiff};
-use tau_agent::AgentToolResult;
+use tau_protocol::AgentToolResult;
 use tokio::io::AsyncReadExt as _;
 use tokio_util::sync::CancellationToken;
 use unicode_normalization::char::canonical_combining_class;

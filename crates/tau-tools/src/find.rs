@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::{Map, Value, json};
-use tau_agent::AgentToolResult;
+use tau_protocol::AgentToolResult;
 
 use crate::ToolEnv;
 use crate::call::ABORTED;

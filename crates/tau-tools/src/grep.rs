@@ -16,7 +16,7 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 use ignore::DirEntry;
 use ignore::overrides::OverrideBuilder;
 use serde_json::{Map, Value, json};
-use tau_agent::AgentToolResult;
+use tau_protocol::AgentToolResult;
 
 use crate::ToolEnv;
 use crate::call::ABORTED;

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use std::sync::atomic::{self, AtomicBool};
 
 use serde_json::{Map, Value, json};
-use tau_agent::AgentToolResult;
+use tau_protocol::AgentToolResult;
 use unicode_normalization::UnicodeNormalization;
 
 use crate::ToolEnv;

@@ -8,8 +8,7 @@ use std::sync::LazyLock;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
-use tau_agent::AgentToolResult;
-use tau_ai::{ImageContent, UserContentBlock};
+use tau_protocol::{AgentToolResult, ImageContent, TruncatedBy, UserContentBlock};
 use tokio::io::AsyncReadExt as _;
 use tokio_util::sync::CancellationToken;
 use unicode_normalization::UnicodeNormalization as _;
@@ -189,7 +188,7 @@ fn text_result(
     } else if truncation.truncated {
         let last_shown = first_shown + truncation.output_lines - 1;
         let next = last_shown + 1;
-        let notice = if truncation.truncated_by == Some(crate::truncate::TruncatedBy::Lines) {
+        let notice = if truncation.truncated_by == Some(TruncatedBy::Lines) {
             format!(
                 "[Showing lines {first_shown}-{last_shown} of {total}. Use offset={next} to continue.]"
             )

@@ -9,8 +9,8 @@ use std::sync::{Arc, LazyLock};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tau_agent::{AgentTool, AgentToolResult, ToolContext};
-use tau_protocol::{TodoItem, TodoPhase, TodoStatus};
+use tau_agent::{AgentTool, ToolContext};
+use tau_protocol::{AgentToolResult, TodoItem, TodoPhase, TodoStatus};
 
 use crate::call::text_block;
 

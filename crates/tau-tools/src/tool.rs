@@ -30,7 +30,7 @@ macro_rules! builtin_tool {
                 &self,
                 arguments: &::serde_json::Map<String, ::serde_json::Value>,
                 cancel: &::tokio_util::sync::CancellationToken,
-            ) -> Result<::tau_agent::AgentToolResult, String> {
+            ) -> Result<::tau_protocol::AgentToolResult, String> {
                 let request = $request::parse(&self.env, arguments)?;
                 $crate::walk::run_blocking(cancel, move |stop| request.execute(stop)).await
             }
@@ -81,7 +81,7 @@ macro_rules! builtin_tool {
                 context: ::tau_agent::ToolContext,
             ) -> ::futures_util::future::BoxFuture<
                 'a,
-                Result<::tau_agent::AgentToolResult, String>,
+                Result<::tau_protocol::AgentToolResult, String>,
             > {
                 Box::pin(async move {
                     self.run(

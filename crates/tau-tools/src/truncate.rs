@@ -3,36 +3,11 @@
 //! pi 0.79 counts them: split on `\n`, a trailing newline adds no line, empty text has none
 //! (pi 0.73, which the spec describes, counted one more).
 
-use serde::Serialize;
+use tau_protocol::{TruncatedBy, Truncation};
 
 pub const DEFAULT_MAX_LINES: usize = 2000;
 pub const DEFAULT_MAX_BYTES: usize = 51_200;
 pub const GREP_MAX_LINE_LENGTH: usize = 500;
-
-/// Which limit cut the output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TruncatedBy {
-    Lines,
-    Bytes,
-}
-
-/// The result of a truncation, as tools report it in `details.truncation`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Truncation {
-    pub content: String,
-    pub truncated: bool,
-    pub truncated_by: Option<TruncatedBy>,
-    pub total_lines: usize,
-    pub total_bytes: usize,
-    pub output_lines: usize,
-    pub output_bytes: usize,
-    pub last_line_partial: bool,
-    pub first_line_exceeds_limit: bool,
-    pub max_lines: usize,
-    pub max_bytes: usize,
-}
 
 /// `formatSize`: `512B`, `50.0KB`, `1.5MB`, rounded like JavaScript's `toFixed(1)` (ties
 /// up, so 1280 bytes is `1.3KB`).

@@ -13,12 +13,12 @@ use std::sync::{Arc, Mutex};
 use ignore::overrides::Override;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 use serde_json::{Map, Value, json};
-use tau_agent::AgentToolResult;
+use tau_protocol::{AgentToolResult, TruncatedBy, Truncation};
 use tokio_util::sync::CancellationToken;
 
 use crate::ToolEnv;
 use crate::call::{ABORTED, text_block, validation_error};
-use crate::truncate::{DEFAULT_MAX_BYTES, TruncatedBy, Truncation, format_size};
+use crate::truncate::{DEFAULT_MAX_BYTES, format_size};
 
 /// JavaScript's `Number.MAX_SAFE_INTEGER`: pi passes it as the line limit when only the byte
 /// cap applies, and it shows up in `details.truncation.maxLines`.

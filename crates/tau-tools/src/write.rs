@@ -9,7 +9,7 @@ use std::sync::{Arc, LazyLock};
 
 use rustix::io::Errno;
 use serde_json::{Map, Value, json};
-use tau_agent::AgentToolResult;
+use tau_protocol::AgentToolResult;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 

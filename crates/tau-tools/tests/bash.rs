@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
-use tau_agent::{AgentTool, AgentToolResult, ToolContext};
-use tau_ai::UserContentBlock;
+use tau_agent::{AgentTool, ToolContext};
+use tau_protocol::{AgentToolResult, UserContentBlock};
 use tau_tools::ToolEnv;
 use tau_tools::bash::{BashTool, ShellRequest, ShellStatus, run_shell};
 use tokio_util::sync::CancellationToken;

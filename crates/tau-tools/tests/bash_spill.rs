@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tau_ai::UserContentBlock;
+use tau_protocol::UserContentBlock;
 use tau_tools::ToolEnv;
 use tau_tools::bash::{BashTool, remove_spill_files};
 use tokio_util::sync::CancellationToken;

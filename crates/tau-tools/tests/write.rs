@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tau_agent::{AgentTool, AgentToolResult};
-use tau_ai::UserContentBlock;
+use tau_agent::AgentTool;
+use tau_protocol::{AgentToolResult, UserContentBlock};
 use tau_tools::ToolEnv;
 use tau_tools::write::WriteTool;
 use tokio_util::sync::CancellationToken;

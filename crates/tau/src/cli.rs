@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{ArgAction, Parser, ValueEnum};
-use tau_ai::ThinkingLevel;
+use tau_protocol::ThinkingLevel;
 
 /// Output mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -2,7 +2,7 @@
 //! provider, model, context, max output, thinking and image support, sorted by provider and
 //! id), narrowed by pi's fuzzy search when a search is given.
 
-use tau_ai::{InputModality, Model};
+use tau_protocol::{InputModality, Model};
 
 /// The table's text, or the line pi prints when nothing is there.
 pub fn table(models: &[&Model], search: Option<&str>) -> String {

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, IsTerminal, PipeReader, PipeWriter, Write};
 
 use serde_json::{Value, json};
-use tau_ai::ImageContent;
+use tau_protocol::ImageContent;
 
 /// What the one-shot run prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,15 +6,15 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 use tau_protocol::content::{has_images, text_of, texts};
+use tau_protocol::{
+    AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
+    UserContentBlock,
+};
 
 use super::sse::SseEvent;
 use super::{
     Adapter, CacheRetention, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions,
     transform, user_blocks,
-};
-use crate::{
-    AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
-    UserContentBlock,
 };
 
 const API_VERSION: &str = "2023-06-01";
@@ -598,7 +598,7 @@ mod tests {
         self, decode, decode_error, final_usage, named, token_counts, user_text,
     };
     use super::*;
-    use crate::InputModality;
+    use tau_protocol::InputModality;
 
     fn model(id: &str, reasoning: bool) -> Model {
         Model {
@@ -748,7 +748,7 @@ mod tests {
 
     #[test]
     fn consecutive_tool_results_share_one_user_message() {
-        use crate::{AssistantMessage, TextContent, ToolCall, ToolResultMessage};
+        use tau_protocol::{AssistantMessage, TextContent, ToolCall, ToolResultMessage};
         let m = model("claude-sonnet-4-5", false);
         let call = |id: &str| {
             AssistantContent::ToolCall(ToolCall {

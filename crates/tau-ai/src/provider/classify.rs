@@ -4,8 +4,7 @@
 use std::sync::LazyLock;
 
 use regex::{Regex, RegexBuilder};
-
-use crate::{AssistantMessage, StopReason};
+use tau_protocol::{AssistantMessage, StopReason};
 
 /// Compiles one of the constant patterns below; the tests compile every one of them.
 #[allow(clippy::expect_used)]

@@ -1,21 +1,21 @@
 //! Builds the assistant message from a provider's decoded stream and emits the
 //! [`AssistantMessageEvent`]s, so that every API adapter only has to say what arrived.
 
+use tau_protocol::{
+    AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent,
+    ThinkingContent, ToolCall,
+};
 use tokio::sync::mpsc;
 
 use super::partial_json::parse_arguments;
 use super::{Op, ProviderError};
-use crate::{
-    AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent,
-    ThinkingContent, ToolCall,
-};
 
 /// Accumulates the message and sends events to the consumer.
 pub(crate) struct Emitter {
     message: AssistantMessage,
     tx: mpsc::Sender<AssistantMessageEvent>,
     include_partial: bool,
-    cost: crate::ModelCost,
+    cost: tau_protocol::ModelCost,
     /// Raw argument text of each tool call, by content index.
     tool_args: Vec<Option<String>>,
     started: bool,
@@ -324,7 +324,7 @@ fn bad_index(index: usize) -> ProviderError {
 mod tests {
     use super::super::test_support;
     use super::*;
-    use crate::{ModelCost, Usage};
+    use tau_protocol::{ModelCost, Usage};
 
     #[tokio::test]
     async fn one_hour_cache_writes_cost_twice_the_input_price() {

@@ -2,17 +2,16 @@
 //! calls and thought signatures.
 
 use serde_json::{Map, Value, json};
+use tau_protocol::content::text_of;
+use tau_protocol::{
+    AssistantContent, ImageContent, Message, Model, StopReason, ThinkingLevel, UserContent,
+    UserContentBlock,
+};
 
 use super::sse::SseEvent;
-use tau_protocol::content::text_of;
-
 use super::{
     Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, transform,
     usage_with_cached_prompt,
-};
-use crate::{
-    AssistantContent, ImageContent, Message, Model, StopReason, ThinkingLevel, UserContent,
-    UserContentBlock,
 };
 
 pub(crate) fn build(

@@ -26,6 +26,10 @@ use std::time::Duration;
 use futures_util::StreamExt;
 pub use reqwest::Client as HttpClient;
 use serde_json::Value;
+use tau_protocol::{
+    AssistantMessage, AssistantMessageEvent, Message, Model, StopReason, ThinkingLevel, Usage,
+    UserContentBlock,
+};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 pub use tokio_util::sync::CancellationToken;
@@ -35,10 +39,6 @@ pub use error::ProviderError;
 pub use idle::IdleCap;
 pub use partial_json::parse_arguments;
 
-use crate::{
-    AssistantMessage, AssistantMessageEvent, Message, Model, StopReason, ThinkingLevel, Usage,
-    UserContentBlock,
-};
 use emitter::Emitter;
 use sse::{SseDecoder, SseEvent};
 

@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 use tau_protocol::content::{has_images, text_of};
+use tau_protocol::{
+    AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
+    UserContentBlock,
+};
 
 use super::sse::SseEvent;
 use super::{
     Adapter, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions, transform, user_blocks,
-};
-use crate::{
-    AssistantContent, Message, Model, StopReason, ThinkingLevel, Usage, UserContent,
-    UserContentBlock,
 };
 
 /// Differences between OpenAI-compatible servers.
@@ -302,7 +302,7 @@ fn messages(model: &Model, context: &Context, compat: &Compat) -> Vec<Value> {
                         _ => None,
                     })
                     .collect();
-                let thinking: Vec<&crate::ThinkingContent> = a
+                let thinking: Vec<&tau_protocol::ThinkingContent> = a
                     .content
                     .iter()
                     .filter_map(|c| match c {

@@ -4,16 +4,15 @@
 use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
+use tau_protocol::content::{has_images, text_of};
+use tau_protocol::{
+    AssistantContent, Message, Model, StopReason, ThinkingLevel, UserContent, UserContentBlock,
+};
 
 use super::sse::SseEvent;
-use tau_protocol::content::{has_images, text_of};
-
 use super::{
     Adapter, CacheRetention, Context, Flow, HttpRequest, Op, ProviderError, StreamOptions,
     transform, usage_with_cached_prompt,
-};
-use crate::{
-    AssistantContent, Message, Model, StopReason, ThinkingLevel, UserContent, UserContentBlock,
 };
 
 pub(crate) fn build(

@@ -1,9 +1,10 @@
 //! What the adapters' unit tests share: a model to build requests for, SSE events fed through
 //! a decoder the way the stream loop feeds them, and the usage a reply ends with.
 
+use tau_protocol::{InputModality, Message, Model, ModelCost, Usage, UserContent, UserMessage};
+
 use super::sse::SseEvent;
 use super::{Adapter, Flow, Op, ProviderError};
-use crate::{InputModality, Message, Model, ModelCost, Usage, UserContent, UserMessage};
 
 /// A text-only model of `api` with small limits and no compat; a test sets what its case
 /// depends on with struct update syntax.

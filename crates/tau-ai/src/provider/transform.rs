@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use crate::{
+use tau_protocol::{
     AssistantContent, AssistantMessage, InputModality, Message, Model, StopReason, TextContent,
     ToolResultMessage, UserContent, UserContentBlock,
 };

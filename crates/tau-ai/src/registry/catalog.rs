@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use crate::Model;
+use tau_protocol::Model;
 
 const CATALOG_JSON: &str = include_str!("../../data/models.json");
 

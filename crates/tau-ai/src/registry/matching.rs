@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use crate::{Model, ThinkingLevel};
+use tau_protocol::{Model, ThinkingLevel};
 
 /// How an unknown `:suffix` is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,8 +204,8 @@ mod tests {
             base_url: "http://x".into(),
             reasoning: true,
             thinking_level_map: None,
-            input: vec![crate::InputModality::Text],
-            cost: crate::ModelCost::default(),
+            input: vec![tau_protocol::InputModality::Text],
+            cost: tau_protocol::ModelCost::default(),
             context_window: 1000,
             max_tokens: 100,
             headers: None,

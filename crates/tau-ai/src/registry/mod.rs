@@ -21,12 +21,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use globset::GlobBuilder;
+use tau_protocol::{Model, ThinkingLevel};
 
 pub use auth::{ApiKey, env_vars_for};
 pub use catalog::{DEFAULT_MODEL_PER_PROVIDER, builtin_models, default_model_id};
 pub use models_json::ModelsJsonError;
 
-use crate::{Model, ThinkingLevel};
 use auth::{AuthFile, COMMAND_TIMEOUT, ConfigValue, Credential};
 use matching::{SuffixMode, parse_model_pattern, split_level_suffix};
 use models_json::ProviderRequest;

@@ -8,10 +8,10 @@ use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use tau_protocol::{InputModality, Model, ModelCost, ThinkingLevelMap};
 
 use super::auth::ConfigValue;
 use super::schema::validate_models_json;
-use crate::{InputModality, Model, ModelCost, ThinkingLevelMap};
 
 /// Why `models.json` was not used. The `Display` texts are pi's; built-in models stay
 /// available whatever the error.

@@ -352,8 +352,8 @@ fn custom_models_get_pi_defaults() {
     assert_eq!(plain.api, "openai-completions");
     assert_eq!(plain.base_url, "http://h/v1");
     assert!(!plain.reasoning);
-    assert_eq!(plain.input, vec![crate::InputModality::Text]);
-    assert_eq!(plain.cost, crate::ModelCost::default());
+    assert_eq!(plain.input, vec![tau_protocol::InputModality::Text]);
+    assert_eq!(plain.cost, tau_protocol::ModelCost::default());
     assert_eq!((plain.context_window, plain.max_tokens), (128_000, 16_384));
     assert_eq!(
         plain.compat,

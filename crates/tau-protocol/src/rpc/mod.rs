@@ -29,8 +29,8 @@ pub use payloads::{
     BashResult, CancelledData, CommandInfo, CommandsData, ContextUsage, CycleModelData,
     Disposition, DumpedTool, EntriesData, ForkData, ForkMessage, ForkMessagesData, HostToolsData,
     IntegrationModel, IntegrationService, IntegrationsData, LastAssistantTextData, MessagesData,
-    ModelsData, PathData, PromptData, QueueData, RpcSessionState, SessionStats, ThinkingLevelData,
-    ThinkingLevelsData, TodosData, TokenTotals, TreeData,
+    ModelsData, PathData, PromptData, QueueData, RpcSessionState, SessionStats, SourceInfo,
+    ThinkingLevelData, ThinkingLevelsData, TodosData, TokenTotals, TreeData,
 };
 
 pub use crate::{

@@ -209,12 +209,27 @@ pub struct CommandInfo {
     pub source: String,
     /// pi 0.79's description of where the command came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_info: Option<Value>,
+    pub source_info: Option<SourceInfo>,
     /// Document 004's older shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+}
+
+/// Where a command came from (`sourceInfo` of `get_commands`), pi 0.79's shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SourceInfo {
+    pub path: String,
+    /// `auto` (found in a known folder), `local` (listed in a settings file, or a template or
+    /// skill named on the command line) or `cli` (an extension named on the command line).
+    pub source: String,
+    /// `user`, `project` or `temporary` (command line).
+    pub scope: String,
+    /// Always `top-level`: tau reads no packages.
+    pub origin: String,
+    #[serde(rename = "baseDir", skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<String>,
 }
 
 /// `get_commands`.

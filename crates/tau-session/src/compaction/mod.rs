@@ -21,10 +21,8 @@ mod tests;
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tau_agent::AgentMessage;
-use tau_ai::AssistantContent;
+use tau_protocol::{AgentMessage, AssistantContent, CompactionDetails};
 
 use crate::Settings;
 use crate::store::{EntryKind, SessionEntry};
@@ -84,27 +82,6 @@ pub enum CompactionSkip {
     /// Everything fits in the part that is kept.
     #[error("Nothing to compact (session too small)")]
     NothingToCompact,
-}
-
-/// The file lists of a compaction, pi's `details` (`{"readFiles":[…],"modifiedFiles":[…]}`).
-/// `read_files` holds files only read; a file both read and changed is in `modified_files`.
-/// Both are sorted.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct CompactionDetails {
-    #[serde(rename = "readFiles", default)]
-    pub read_files: Vec<String>,
-    #[serde(rename = "modifiedFiles", default)]
-    pub modified_files: Vec<String>,
-}
-
-impl CompactionDetails {
-    /// The JSON stored in the `compaction` entry and sent in the result.
-    pub fn to_value(&self) -> Value {
-        serde_json::json!({
-            "readFiles": self.read_files,
-            "modifiedFiles": self.modified_files,
-        })
-    }
 }
 
 /// Paths seen in `read`, `write` and `edit` tool calls.

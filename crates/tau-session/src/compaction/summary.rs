@@ -4,11 +4,14 @@
 //! holding the conversation as plain text (so the model reads it instead of answering it),
 //! the previous summary if any, and the instructions.
 
-use tau_agent::{AgentMessage, CompactionSummaryMessage, convert_to_llm};
+use tau_agent::convert_to_llm;
 use tau_ai::provider::Context;
-use tau_ai::{AssistantContent, Message, TextContent, UserContent, UserContentBlock, UserMessage};
+use tau_protocol::{
+    AgentMessage, AssistantContent, CompactionDetails, CompactionSummaryMessage, Message,
+    TextContent, UserContent, UserContentBlock, UserMessage,
+};
 
-use super::{CompactionDetails, CompactionPreparation, context_messages};
+use super::{CompactionPreparation, context_messages};
 use crate::CompactionResult;
 use crate::store::{EntryKind, SessionEntry};
 use crate::tokens::estimate_tokens;

@@ -2,7 +2,7 @@ use super::summary::*;
 use super::*;
 use serde_json::{Map, json};
 use std::path::Path;
-use tau_ai::{
+use tau_protocol::{
     AssistantMessage, Message, StopReason, TextContent, ToolCall, ToolResultMessage, Usage,
     UserContent, UserContentBlock, UserMessage,
 };
@@ -393,7 +393,7 @@ fn extension_messages_and_bash_runs_are_cut_points_that_start_turns() {
         msg("u1", user(&tagged("u1", 100))),
         msg(
             "b1",
-            AgentMessage::BashExecution(tau_agent::BashExecutionMessage {
+            AgentMessage::BashExecution(tau_protocol::BashExecutionMessage {
                 command: "ls".into(),
                 output: sized(100),
                 exit_code: Some(0),
@@ -625,7 +625,7 @@ fn transcript_lists_each_part_and_cuts_long_tool_output() {
     let input = SummaryInput::new(vec![
         user("fix the bug"),
         reply(vec![
-            AssistantContent::Thinking(tau_ai::ThinkingContent {
+            AssistantContent::Thinking(tau_protocol::ThinkingContent {
                 thinking: "look at main".into(),
                 thinking_signature: None,
                 redacted: None,

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use tau_agent::{AgentMessage, BashExecutionMessage};
 use tau_ai::provider::CancellationToken;
+use tau_protocol::{AgentMessage, BashExecutionMessage};
 use tau_tools::bash::{ShellRequest, ShellStatus, run_shell};
 
 use super::AgentSession;

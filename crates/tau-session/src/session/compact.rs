@@ -3,9 +3,8 @@
 //! overflows (then the failed request is sent again once, with the compacted context).
 //! The rules (cut point, summary prompts, file lists) live in [`crate::compaction`].
 
-use tau_agent::AgentMessage;
 use tau_ai::provider::{CancellationToken, HttpClient, StreamOptions, stream};
-use tau_ai::{AssistantContent, AssistantMessageEvent, Model, StopReason};
+use tau_protocol::{AgentMessage, AssistantContent, AssistantMessageEvent, Model, StopReason};
 
 use super::{AgentSession, SessionError};
 use crate::compaction::summary::{

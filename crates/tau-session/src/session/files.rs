@@ -6,8 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tau_agent::AgentMessage;
-use tau_ai::{AssistantContent, ThinkingLevel};
+use tau_protocol::{AgentMessage, AssistantContent, ThinkingLevel};
 
 use super::{AgentSession, SessionError};
 use crate::export_html::{ExportInput, ExportTool, default_export_file_name, render_session_html};

@@ -4,7 +4,7 @@
 //! [`AgentSession::prompt`], then `before_agent_start` when it starts a run, in pi's order.
 //! Front-ends only parse, call [`AgentSession::submit`], and write what it returns.
 
-use tau_ai::ImageContent;
+use tau_protocol::ImageContent;
 use tokio_util::sync::CancellationToken;
 
 use super::{AgentSession, Launch, PromptOutcome, QueueAs, SessionError};

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tau_agent::{AgentMessage, RunSpec};
+use tau_agent::RunSpec;
+use tau_protocol::AgentMessage;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -339,11 +340,11 @@ async fn remind_of_todos(
     let calls_tools = last
         .content
         .iter()
-        .any(|c| matches!(c, tau_ai::AssistantContent::ToolCall(_)));
+        .any(|c| matches!(c, tau_protocol::AssistantContent::ToolCall(_)));
     if calls_tools
         || matches!(
             last.stop_reason,
-            tau_ai::StopReason::Error | tau_ai::StopReason::Aborted
+            tau_protocol::StopReason::Error | tau_protocol::StopReason::Aborted
         )
     {
         return false;
@@ -383,8 +384,8 @@ async fn retry_after_failure(
                 .await;
         }
     };
-    if last.stop_reason != tau_ai::StopReason::Error {
-        if last.stop_reason == tau_ai::StopReason::Aborted {
+    if last.stop_reason != tau_protocol::StopReason::Error {
+        if last.stop_reason == tau_protocol::StopReason::Aborted {
             let attempt = host.conversation.lock().retry.failed();
             close(attempt, "Retry cancelled".into()).await;
         }
@@ -417,7 +418,7 @@ async fn retry_after_failure(
     let sleep_cancel = CancellationToken::new();
     {
         let mut state = host.conversation.lock();
-        if matches!(state.messages.last(), Some(AgentMessage::Assistant(a)) if a.stop_reason == tau_ai::StopReason::Error)
+        if matches!(state.messages.last(), Some(AgentMessage::Assistant(a)) if a.stop_reason == tau_protocol::StopReason::Error)
         {
             state.messages.pop();
         }

@@ -4,8 +4,8 @@
 //! command for this; extensions' commands reach it.
 
 use serde_json::{Value, json};
-use tau_agent::{AgentMessage, CompactionSummaryMessage};
 use tau_ai::provider::CancellationToken;
+use tau_protocol::{AgentMessage, CompactionSummaryMessage};
 
 use super::{AgentSession, SessionError};
 use crate::compaction::FileOps;

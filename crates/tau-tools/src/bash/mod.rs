@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use tau_agent::{AgentTool, AgentToolResult, ToolContext};
+use tau_agent::{AgentTool, ToolContext};
+use tau_protocol::{AgentToolResult, TruncatedBy};
 use tokio_util::sync::CancellationToken;
 
 pub use output::{OutputSnapshot, remove_spill_files};
@@ -22,7 +23,7 @@ pub use shell::{
 
 use crate::ToolEnv;
 use crate::call::{js_number, text_block};
-use crate::truncate::{DEFAULT_MAX_BYTES, TruncatedBy, format_size};
+use crate::truncate::{DEFAULT_MAX_BYTES, format_size};
 
 /// pi's throttle for progress updates.
 const UPDATE_INTERVAL: Duration = Duration::from_millis(100);

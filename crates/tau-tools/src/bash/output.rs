@@ -8,9 +8,9 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::truncate::{
-    DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, Truncation, truncate_tail,
-};
+use tau_protocol::{TruncatedBy, Truncation};
+
+use crate::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, truncate_tail};
 
 use super::sanitize::Sanitizer;
 

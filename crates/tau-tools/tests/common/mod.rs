@@ -8,8 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use tau_agent::AgentToolResult;
-use tau_ai::UserContentBlock;
+use tau_protocol::{AgentToolResult, UserContentBlock};
 use tau_tools::ToolEnv;
 use tau_tools::find::FindTool;
 use tau_tools::grep::GrepTool;
