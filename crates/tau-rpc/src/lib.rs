@@ -1,13 +1,12 @@
 //! pi's RPC mode over stdio: JSONL framing ([`framing`]), decoding of each line ([`parse`]), command dispatch ([`server`]) and the single
 //! stdout writer ([`writer`]). [`serve`] ties them together for the binary. The wire types are
-//! `tau-protocol`'s, re-exported as [`wire`].
+//! `tau-protocol`'s, imported from there.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod framing;
 pub mod parse;
 pub mod server;
 pub mod snapshot;
-pub use tau_protocol::rpc as wire;
 pub mod writer;
 
 pub use server::{ExitReason, LoadedExtensions, RpcServer, serve};

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::wire::{
+use tau_protocol::rpc::{
     CommandError, ExtensionUiResponse, HostToolResult, HostToolUpdate, Response, RpcCommand,
 };
 

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::framing::LineReader;
 use crate::parse::{Inbound, parse_line};
-use crate::wire::{
+use tau_protocol::rpc::{
     BashResult, CancelledData, ContextUsage, CycleModelData, Disposition, EntriesData, ForkData,
     ForkMessage, ForkMessagesData, HostToolsData, IntegrationModel, IntegrationsData,
     LastAssistantTextData, ModelsData, PathData, PromptData, QueueData, Ready, Response,

@@ -3,10 +3,11 @@
 //! into one write before flushing.
 
 use std::io::{self, BufWriter, IoSlice, Write};
+use tau_protocol::SessionEvent;
 
 use tau_protocol::{AgentEvent, AgentMessage};
+use tau_session::Outbound;
 use tau_session::store::RawJsonArray;
-use tau_session::{Outbound, SessionEvent};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::snapshot::{SnapshotRenderer, UpdateShape};

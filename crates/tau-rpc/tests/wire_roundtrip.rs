@@ -6,8 +6,8 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tau_protocol::rpc::*;
 use tau_rpc::parse::{Inbound, parse_line};
-use tau_rpc::wire::*;
 
 const EXAMPLES: &str = include_str!("fixtures/doc004_examples.jsonl");
 const OBSERVED: &str = include_str!("fixtures/pi_observed_lines.jsonl");

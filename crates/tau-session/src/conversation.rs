@@ -3,14 +3,15 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
+use tau_protocol::SessionEvent;
 
 use futures_util::future::BoxFuture;
 use tau_agent::{RunHost, convert_to_llm};
 use tau_protocol::{AgentEvent, AgentMessage, AssistantMessage, Message, QueueMode, StopReason};
 
+use crate::EventSink;
 use crate::retry::{RetrySettings, RetryState, is_retryable_reply};
 use crate::store::{SessionStore, StoreError};
-use crate::{EventSink, SessionEvent};
 
 /// A queued message and the text reported for it in `queue_update`; an extension's custom
 /// message has none (pi does not show those in the queue).

@@ -37,8 +37,6 @@ pub use session::{
 };
 pub use settings::Settings;
 pub use startup::{SessionChoice, StartupStore, session_dir, startup_store};
-pub use tau_protocol::{CompactionReason, CompactionResult, SessionEvent, TodoReminderItem};
-pub use tau_protocol::{TodoItem, TodoPhase, TodoStatus};
 
 /// Names of the built-in tools; host tools may not reuse them.
 pub use tau_tools::BUILTIN_TOOLS as BUILTIN_TOOL_NAMES;

@@ -2,9 +2,9 @@
 //! ordered channel, so an event emitted before a response is written before it; the writer
 //! at the other end serialises events off the session's task.
 
+use tau_protocol::SessionEvent;
 use tokio::sync::mpsc;
 
-use crate::SessionEvent;
 use crate::store::RawJsonArray;
 
 /// A record on its way to the single stdout writer.

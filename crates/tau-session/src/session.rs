@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tau_protocol::{SessionEvent, TodoPhase};
 
 use tau_agent::RunSpec;
 use tau_ai::provider::{HttpClient, StreamOptions};
@@ -14,8 +15,8 @@ use tau_protocol::{
 use crate::conversation::{Conversation, Queued};
 use crate::store::SessionStore;
 use crate::{
-    BUILTIN_TOOL_NAMES, EventSink, HostToolDefinition, HostToolError, HostToolRegistry,
-    SessionEvent, Settings, StartupModel, TodoPhase,
+    BUILTIN_TOOL_NAMES, EventSink, HostToolDefinition, HostToolError, HostToolRegistry, Settings,
+    StartupModel,
 };
 
 mod bash;

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
+use tau_protocol::SessionEvent;
 
 use serde::Deserialize;
 use tau_protocol::{
@@ -14,7 +15,7 @@ use tau_protocol::{
 use tau_tools::todo_write::{self, TodoList, is_open};
 
 use crate::store::{EntryKind, SessionEntry};
-use crate::{EventSink, SessionEvent, Settings};
+use crate::{EventSink, Settings};
 
 /// The `custom` entry `set_todos` writes, `data: {"phases": […]}` (decision 15).
 pub(crate) const TODOS_ENTRY: &str = "todo-phases";

@@ -6,13 +6,13 @@
 
 use tau_agent::convert_to_llm;
 use tau_ai::provider::Context;
+use tau_protocol::CompactionResult;
 use tau_protocol::{
     AgentMessage, AssistantContent, CompactionDetails, CompactionSummaryMessage, Message,
     TextContent, UserContent, UserContentBlock, UserMessage,
 };
 
 use super::{CompactionPreparation, context_messages};
-use crate::CompactionResult;
 use crate::store::{EntryKind, SessionEntry};
 use crate::tokens::estimate_tokens;
 

@@ -5,6 +5,7 @@
 
 use tau_ai::provider::{CancellationToken, HttpClient, StreamOptions, stream};
 use tau_protocol::{AgentMessage, AssistantContent, AssistantMessageEvent, Model, StopReason};
+use tau_protocol::{CompactionReason, CompactionResult, SessionEvent};
 
 use super::{AgentSession, SessionError};
 use crate::compaction::summary::{
@@ -15,7 +16,7 @@ use crate::compaction::{
     CompactionPreparation, CompactionSettings, prepare_compaction, should_compact,
 };
 use crate::conversation::{Conversation, Host};
-use crate::{CompactionReason, CompactionResult, SessionEvent, tokens};
+use crate::tokens;
 
 /// Everything a compaction needs, so a finished run can compact without the session.
 #[derive(Clone)]
@@ -249,13 +250,22 @@ impl AgentSession {
         self.runs.start_compaction(
             spec,
             services,
-            super::runs::ManualCompaction {
+            ManualCompaction {
                 custom_instructions,
                 summarizer,
                 done,
             },
         );
     }
+}
+
+/// A `compact` command for the run task: its instructions, the summariser (or why there is
+/// none) and who gets the outcome. Kept here, not beside the run task, so that compaction
+/// does not depend on the module that runs it.
+pub(crate) struct ManualCompaction {
+    pub custom_instructions: Option<String>,
+    pub summarizer: Result<Summarizer, String>,
+    pub done: CompactDone,
 }
 
 /// Receives a `compact`'s outcome (its response is written from here).

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use tau_protocol::SessionEvent;
 
 use tau_agent::RunSpec;
 use tau_protocol::AgentMessage;
@@ -11,9 +12,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{bash, compact};
+use crate::EventSink;
 use crate::conversation::{Conversation, Host};
 use crate::retry::RetrySettings;
-use crate::{EventSink, SessionEvent};
 
 /// The run in progress.
 #[derive(Debug)]
@@ -122,7 +123,7 @@ impl Runs {
         &mut self,
         spec: Option<RunSpec>,
         services: RunServices,
-        compaction: ManualCompaction,
+        compaction: compact::ManualCompaction,
     ) {
         let context_window = spec.as_ref().map_or(0, |s| s.model.context_window);
         // `ended` is set from the start: a prompt is held, as after a run's `agent_end`, and
@@ -185,14 +186,6 @@ impl Runs {
     }
 }
 
-/// A `compact` command for the run task: its instructions, the summariser (or why there is
-/// none) and who gets the outcome.
-pub(crate) struct ManualCompaction {
-    pub custom_instructions: Option<String>,
-    pub summarizer: Result<compact::Summarizer, String>,
-    pub done: compact::CompactDone,
-}
-
 /// The task of a `compact` command: the compaction, its outcome handed on, then a run for
 /// the messages queued meanwhile (pi would have started them at once, beside the
 /// compaction). Without such a run nothing more is written: there was no `agent_start`, so
@@ -202,7 +195,7 @@ async fn compact_then_deliver(
     host: Host,
     summarizer: Option<compact::Summarizer>,
     todos: Arc<crate::todos::Todos>,
-    compaction: ManualCompaction,
+    compaction: compact::ManualCompaction,
     cancel: CancellationToken,
     running: Arc<AtomicBool>,
 ) {

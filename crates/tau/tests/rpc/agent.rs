@@ -891,7 +891,10 @@ fn steering_mode_all_delivers_every_queued_message_at_once() {
     );
     mock.push(Reply::text("both seen"));
     t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
-    t.event("message_start");
+    // The reply is streaming (not merely the prompt recorded): steering sent now waits for
+    // the turn's end, where "all" delivers both at once. Before the first model call it
+    // would join the first turn instead.
+    t.event("message_update");
     t.request(json!({"type": "steer", "message": "S1"}));
     t.request(json!({"type": "steer", "message": "S2"}));
     let records = kinds_until_settled(&mut t);
@@ -906,7 +909,7 @@ fn steering_mode_all_delivers_every_queued_message_at_once() {
         .filter(|r| r["type"] == "message_start" && r["message"]["role"] == "user")
         .map(|r| r["message"]["content"][0]["text"].as_str().unwrap())
         .collect();
-    assert_eq!(users, ["S1", "S2"]);
+    assert_eq!(users, ["go", "S1", "S2"]);
     assert_eq!(mock.requests().len(), 2);
 }
 
