@@ -172,6 +172,11 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
         cli::MessageUpdates::Full => tau_rpc::UpdateShape::Full,
         cli::MessageUpdates::Lean => tau_rpc::UpdateShape::Lean,
     };
+    // The user's own files are reported at once; the project's once they apply.
+    for warning in settings.warnings() {
+        warn(warning);
+    }
+    let reported = settings.warnings().len();
     // Trust is decided first: until then nothing of the project's may run or apply.
     let (trusted, extensions) = runtime.block_on(load_extensions(
         &options.cli,
@@ -186,7 +191,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     } else {
         ProjectAccess::Untrusted
     };
-    for warning in settings.warnings() {
+    for warning in settings.warnings().iter().skip(reported) {
         warn(warning);
     }
     let held = settings.held_project_files();

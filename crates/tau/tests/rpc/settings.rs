@@ -710,3 +710,21 @@ fn branch_summary_reserve_tokens_limits_what_a_summary_reads() {
         );
     }
 }
+
+#[test]
+fn the_users_broken_file_is_reported_even_when_start_up_fails_later() {
+    // The extension path does not exist: tau stops before `ready`, after saying what was
+    // wrong with the user's settings.
+    let dirs = Dirs::new();
+    std::fs::write(dirs.agent_dir().join("settings.json"), "{broken").unwrap();
+    let (status, _, stderr, _) = tau()
+        .dirs(dirs)
+        .arg("-e")
+        .arg("/nonexistent/extension.ts")
+        .run(b"");
+    assert!(!status.success());
+    assert!(stderr.contains("Extension path does not exist"), "{stderr}");
+    let warning = stderr.find("Warning: Cannot parse").expect(&stderr);
+    let error = stderr.find("Error: ").expect(&stderr);
+    assert!(warning < error, "the warning comes first: {stderr}");
+}
