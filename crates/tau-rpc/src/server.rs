@@ -1057,10 +1057,7 @@ impl RpcServer {
             RpcCommand::GetCommands(_) => ok(
                 id,
                 name,
-                &commands_of(
-                    self.session.extensions().map(|e| e.commands()),
-                    self.session.resources(),
-                ),
+                &json!({"commands": self.session.slash_commands()}),
             ),
         }
     }
@@ -1376,36 +1373,6 @@ where
         return ExitReason::OutputFailed;
     }
     reason
-}
-
-/// `get_commands`: extension commands, then prompt templates, then skills (ext §6.2).
-fn commands_of(
-    extension_commands: Option<Vec<tau_extensions::CommandInfo>>,
-    resources: &tau_session::resources::Resources,
-) -> Value {
-    let extension_commands = extension_commands.unwrap_or_default().into_iter().map(|c| {
-        let mut command = serde_json::Map::new();
-        command.insert("name".into(), c.name.into());
-        if let Some(description) = c.description {
-            command.insert("description".into(), description.into());
-        }
-        command.insert("source".into(), "extension".into());
-        command.insert(
-            "sourceInfo".into(),
-            json!({"path": c.extension, "source": c.source, "scope": c.scope,
-                "origin": "top-level"}),
-        );
-        Value::Object(command)
-    });
-    let templates = resources.prompts.iter().map(|t| {
-        json!({"name": t.name, "description": t.description, "source": "prompt",
-            "sourceInfo": t.source_info})
-    });
-    let skills = resources.skills.iter().map(|s| {
-        json!({"name": format!("skill:{}", s.name), "description": s.description,
-            "source": "skill", "sourceInfo": s.source_info})
-    });
-    json!({"commands": extension_commands.chain(templates).chain(skills).collect::<Vec<_>>()})
 }
 
 /// What the stdin reader does itself when extensions are loaded, because the input loop may

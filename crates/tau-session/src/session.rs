@@ -279,6 +279,41 @@ impl AgentSession {
     pub fn resources(&self) -> &crate::resources::Resources {
         &self.resources
     }
+
+    /// The slash commands, as `get_commands` and an extension's `pi.getCommands()` list
+    /// them (ext §6.2): extension commands, then prompt templates, then skills, each with
+    /// its `source` and `sourceInfo`.
+    pub fn slash_commands(&self) -> Vec<serde_json::Value> {
+        use serde_json::{Value, json};
+        let extension_commands = self
+            .extensions()
+            .map(|e| e.commands())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| {
+                let mut command = serde_json::Map::new();
+                command.insert("name".into(), c.name.into());
+                if let Some(description) = c.description {
+                    command.insert("description".into(), description.into());
+                }
+                command.insert("source".into(), "extension".into());
+                command.insert(
+                    "sourceInfo".into(),
+                    json!({"path": c.extension, "source": c.source, "scope": c.scope,
+                        "origin": "top-level"}),
+                );
+                Value::Object(command)
+            });
+        let templates = self.resources.prompts.iter().map(|t| {
+            json!({"name": t.name, "description": t.description, "source": "prompt",
+                "sourceInfo": t.source_info})
+        });
+        let skills = self.resources.skills.iter().map(|s| {
+            json!({"name": format!("skill:{}", s.name), "description": s.description,
+                "source": "skill", "sourceInfo": s.source_info})
+        });
+        extension_commands.chain(templates).chain(skills).collect()
+    }
     pub fn session_id(&self) -> String {
         self.conversation.store().session_id().to_string()
     }
@@ -433,6 +468,7 @@ impl AgentSession {
                 .collect(),
         );
         keys.insert("systemPrompt".into(), self.system_prompt(&tools).into());
+        keys.insert("commands".into(), self.slash_commands().into());
         keys.insert(
             "availableModels".into(),
             serde_json::to_value(self.available_models()).unwrap_or_default(),

@@ -974,3 +974,51 @@ fn a_dialog_open_at_the_end_of_input_is_cancelled_and_tau_exits() {
         "{records:?}"
     );
 }
+
+/// Lists what `pi.getCommands()` returns, on stderr.
+const COMMAND_LISTER: &str = r#"
+export default function (pi) {
+    pi.registerCommand("list", {
+        description: "Lists the commands",
+        handler: async () => {
+            const listed = pi.getCommands().map((c) => `${c.source}:${c.name}:${c.sourceInfo?.scope}`);
+            console.error(`commands ${listed.join(" ")}`);
+        },
+    });
+}
+"#;
+
+#[test]
+fn get_commands_lists_extension_commands_templates_and_skills_as_pi_does() {
+    let mut t = ready_tau(
+        tau()
+            .agent_file("extensions/lister.js", COMMAND_LISTER)
+            .agent_file(
+                "prompts/review.md",
+                "---\ndescription: Review\n---\nReview it",
+            )
+            .agent_file(
+                "skills/tidy/SKILL.md",
+                "---\nname: tidy\ndescription: Tidies\n---\nTidy",
+            )
+            .arg("--no-session"),
+    );
+    let r = t.request(json!({"id": "l", "type": "prompt", "message": "/list"}));
+    assert_eq!(r["success"], true, "{r}");
+    // The same list the client gets.
+    let listed = t.request(json!({"type": "get_commands"}));
+    let names: Vec<&str> = listed["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["list", "review", "skill:tidy"]);
+    t.close_stdin();
+    t.wait_exit(Duration::from_secs(10));
+    let stderr = t.stderr();
+    assert!(
+        stderr.contains("commands extension:list:user prompt:review:user skill:skill:tidy:user"),
+        "{stderr}"
+    );
+}
