@@ -428,9 +428,12 @@ fn valid_session_id(id: &str) -> bool {
 
 fn clap_error(err: clap::Error) -> Result<Invocation, String> {
     match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            Ok(Invocation::Print(err.to_string()))
-        }
+        // The bare version, as pi prints it: hosts parse it (one showed `pi vtau 0.1.0`).
+        ErrorKind::DisplayVersion => Ok(Invocation::Print(format!(
+            "{}\n",
+            env!("CARGO_PKG_VERSION")
+        ))),
+        ErrorKind::DisplayHelp => Ok(Invocation::Print(err.to_string())),
         ErrorKind::UnknownArgument => {
             let arg = match err.get(ContextKind::InvalidArg) {
                 Some(ContextValue::String(arg)) => arg.clone(),

@@ -192,9 +192,11 @@ pub struct ForkMessagesData {
     pub messages: Vec<ForkMessage>,
 }
 
-/// `get_last_assistant_text`: `{"text":null}` when there is none (decision 1).
+/// `get_last_assistant_text`: `{}` when there is none, as pi 0.79 sends it and its client
+/// tests assert (decision T83, in place of decision 1's `{"text":null}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LastAssistantTextData {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
 

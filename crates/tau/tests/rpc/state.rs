@@ -273,7 +273,8 @@ fn empty_conversation_queries() {
     );
     assert_eq!(
         t.request(json!({"type": "get_last_assistant_text"}))["data"],
-        json!({"text": null})
+        json!({}),
+        "pi 0.79's answer without text"
     );
     assert_eq!(
         t.request(json!({"type": "clear_queue"}))["data"],
