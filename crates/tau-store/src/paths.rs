@@ -1,5 +1,6 @@
-//! Where tau keeps its files: the agent directory (`$TAU_AGENT_DIR`, default
-//! `~/.tau/agent`, decision 14) and pi's session-file naming inside it.
+//! Where tau keeps its files: the agent directory ([`agent_dir`]: `$TAU_AGENT_DIR`, pi's
+//! `$PI_CODING_AGENT_DIR`, `~/.tau/agent`, a pi user's `~/.pi/agent`; decisions 14 and T84)
+//! and pi's session-file naming inside it.
 
 use std::path::{Path, PathBuf};
 
@@ -8,12 +9,29 @@ use tau_base::paths::{expand_tilde, home_dir};
 /// Environment variable naming the agent directory.
 pub const AGENT_DIR_ENV: &str = "TAU_AGENT_DIR";
 
-/// The agent directory: `$TAU_AGENT_DIR` (tilde-expanded) or `~/.tau/agent`.
+/// pi's variable for the same folder: a pi client that sets it gets that folder in tau too.
+pub const PI_AGENT_DIR_ENV: &str = "PI_CODING_AGENT_DIR";
+
+/// The agent directory, first that applies: `$TAU_AGENT_DIR`, then `$PI_CODING_AGENT_DIR`
+/// (both tilde-expanded, empty meaning unset); then `~/.tau/agent` if it exists; then a pi
+/// user's `~/.pi/agent` if it exists (its settings, keys, models, extensions and sessions
+/// are the user's, and tau reads and writes them in pi's formats); else `~/.tau/agent`.
 pub fn agent_dir() -> Option<PathBuf> {
-    match std::env::var(AGENT_DIR_ENV) {
-        Ok(dir) if !dir.is_empty() => Some(expand_tilde(&dir)),
-        _ => home_dir().map(|h| h.join(".tau").join("agent")),
+    for variable in [AGENT_DIR_ENV, PI_AGENT_DIR_ENV] {
+        if let Ok(dir) = std::env::var(variable)
+            && !dir.is_empty()
+        {
+            return Some(expand_tilde(&dir));
+        }
     }
+    let home = home_dir()?;
+    let tau = home.join(".tau").join("agent");
+    let pi = home.join(".pi").join("agent");
+    Some(if !tau.is_dir() && pi.is_dir() {
+        pi
+    } else {
+        tau
+    })
 }
 
 /// pi's directory name for a working directory: one leading separator dropped, every `/`,

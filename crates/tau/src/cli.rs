@@ -39,7 +39,8 @@ pub enum MessageUpdates {
         (for example {\"type\":\"get_state\"}); responses and events come back on stdout, \
         one JSON object per line, starting with a {\"type\":\"ready\"} record.\n\n\
         Environment:\n  TAU_AGENT_DIR  agent directory (settings.json, models.json, auth.json, \
-        sessions/); default ~/.tau/agent\n  TAU_LOG        log level on stderr \
+        sessions/); else PI_CODING_AGENT_DIR; else ~/.tau/agent if it exists, \
+        else an existing ~/.pi/agent, else ~/.tau/agent\n  TAU_LOG        log level on stderr \
         (error, warn, info, debug, trace); default warn",
     disable_help_subcommand = true
 )]

@@ -124,3 +124,63 @@ fn session_ids_must_be_file_name_safe() {
         "No session found matching 'no-such-id'",
     );
 }
+
+/// The model ids tau offers when started with `env` set over the kit's own variables.
+fn models_seen(dirs: &tau_test_kit::Dirs, env: &[(&str, String)]) -> Vec<String> {
+    let mut builder = crate::tau().dirs(dirs.clone()).arg("--no-session");
+    for (key, value) in env {
+        builder = builder.env(*key, value.clone());
+    }
+    let mut t = crate::ready_tau(builder);
+    let models = t.request(serde_json::json!({"type": "get_available_models"}));
+    t.close_stdin();
+    t.wait_exit(std::time::Duration::from_secs(10));
+    models["data"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A `models.json` offering one model named `id`.
+fn offer(dir: &Path, id: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let models = serde_json::json!({"providers": {"p": {"baseUrl": "http://127.0.0.1:9/v1",
+        "api": "openai-completions", "apiKey": "k", "models": [{"id": id}]}}});
+    std::fs::write(dir.join("models.json"), models.to_string()).unwrap();
+}
+
+#[test]
+fn the_agent_directory_follows_both_variables_then_tau_s_then_pi_s_folder() {
+    let dirs = tau_test_kit::Dirs::new();
+    let home = dirs.home().to_path_buf();
+    let tau_env = home.join("tau-env");
+    let pi_env = home.join("pi-env");
+    offer(&tau_env, "from-tau-env");
+    offer(&pi_env, "from-pi-env");
+    let home_env = ("HOME", home.display().to_string());
+    let unset_tau = ("TAU_AGENT_DIR", String::new());
+    let pi_var = ("PI_CODING_AGENT_DIR", pi_env.display().to_string());
+    let tau_var = ("TAU_AGENT_DIR", tau_env.display().to_string());
+    // Both variables: tau's wins; pi's alone is honoured (pi's clients set it).
+    assert_eq!(
+        models_seen(&dirs, &[home_env.clone(), tau_var, pi_var.clone()]),
+        ["from-tau-env"]
+    );
+    assert_eq!(
+        models_seen(&dirs, &[home_env.clone(), unset_tau.clone(), pi_var]),
+        ["from-pi-env"]
+    );
+    // Neither: a pi user's ~/.pi/agent, unless ~/.tau/agent exists.
+    offer(&home.join(".pi/agent"), "from-pi-home");
+    assert_eq!(
+        models_seen(&dirs, &[home_env.clone(), unset_tau.clone()]),
+        ["from-pi-home"]
+    );
+    offer(&home.join(".tau/agent"), "from-tau-home");
+    assert_eq!(
+        models_seen(&dirs, &[home_env, unset_tau]),
+        ["from-tau-home"]
+    );
+}
