@@ -45,7 +45,6 @@ pub struct Settings {
     /// The project's files as read, applied by [`Self::trust_project`]: each layer, or the
     /// warning its file gave.
     held: Vec<(PathBuf, Layer)>,
-    project_trusted: bool,
     /// `<agentDir>/settings.json`; `None` for in-memory settings, which are never written.
     global_file: Option<PathBuf>,
     /// The global file exists but could not be read or parsed: pi never overwrites it.
@@ -81,7 +80,6 @@ impl Settings {
             global,
             project: Vec::new(),
             held,
-            project_trusted: false,
             global_file: Some(global_path),
             global_unreadable,
             warnings,
@@ -102,12 +100,11 @@ impl Settings {
     }
 
     /// The project is trusted: its settings files apply from now on, over the user's, and
-    /// what was wrong with them joins [`Self::warnings`].
+    /// what was wrong with them joins [`Self::warnings`]. A second call finds nothing held.
     pub fn trust_project(&mut self) {
-        if self.project_trusted {
+        if self.held.is_empty() {
             return;
         }
-        self.project_trusted = true;
         let before = self.mistyped_values();
         for (_, layer) in std::mem::take(&mut self.held) {
             match layer {
@@ -119,11 +116,6 @@ impl Settings {
         let after = self.mistyped_values();
         self.warnings
             .extend(after.into_iter().filter(|w| !before.contains(w)));
-    }
-
-    /// Whether the project's settings files apply.
-    pub fn project_trusted(&self) -> bool {
-        self.project_trusted
     }
 
     /// The project's settings files that exist but are held back until it is trusted.

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tau_mock_llm::{BackgroundMock, MockServer, Reply};
+use tau_mock_llm::{MockServer, Reply};
 
 use crate::{ready_tau, tau};
 
@@ -135,14 +135,6 @@ fn the_bash_commands_overflow_log_is_private_and_removed_at_exit() {
     assert!(!path.exists(), "{} left behind", path.display());
 }
 
-fn models(mock: &BackgroundMock) -> String {
-    json!({"providers": {"mock": {
-        "baseUrl": format!("{}/v1", mock.url()), "api": "openai-completions", "apiKey": "k",
-        "models": [{"id": "mock-1", "contextWindow": 100000, "maxTokens": 4096}],
-    }}})
-    .to_string()
-}
-
 #[test]
 fn the_bash_tools_overflow_log_is_private_and_removed_at_exit() {
     let mock = MockServer::start_background().unwrap();
@@ -152,7 +144,7 @@ fn the_bash_tools_overflow_log_is_private_and_removed_at_exit() {
     let mut t = ready_tau(
         tau()
             .env("TMPDIR", tmp.path().display().to_string())
-            .agent_file("models.json", models(&mock))
+            .agent_file("models.json", crate::mock_models(&mock))
             .arg("--no-session"),
     );
     t.send(&json!({"id": "p", "type": "prompt", "message": "count"}));

@@ -5,32 +5,12 @@ use std::os::unix::fs::symlink;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tau_mock_llm::{BackgroundMock, MockServer, Reply};
-use tau_test_kit::{Dirs, Tau, TauBuilder};
+use tau_mock_llm::{MockServer, Reply};
+use tau_test_kit::{Dirs, TauBuilder};
 
 use crate::{ready_tau, tau};
 
-fn models(mock: &BackgroundMock) -> String {
-    json!({"providers": {"mock": {
-        "baseUrl": format!("{}/v1", mock.url()), "api": "openai-completions", "apiKey": "k",
-        "models": [{"id": "m", "input": ["text", "image"], "contextWindow": 100000,
-                    "maxTokens": 4096}],
-    }}})
-    .to_string()
-}
-
 const CHECKER: &str = "---\nname: checker\ndescription: A skill beside the trap\n---\nCheck.\n";
-
-fn command_names(t: &mut Tau) -> Vec<String> {
-    let r = t.request(json!({"type": "get_commands"}));
-    assert_eq!(r["success"], true, "{r}");
-    r["data"]["commands"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap().to_string())
-        .collect()
-}
 
 /// `.pi/skills/d0 … d30`, each `d_i` holding two links to `d_{i+1}`: 2^30 paths to a walk
 /// that follows links without remembering where it has been.
@@ -63,7 +43,7 @@ fn a_diamond_of_skill_links_neither_hangs_start_up_nor_new_session() {
     // Start-up loaded the skills after `ready`; each of these waits the default time.
     let r = t.request(json!({"type": "new_session"}));
     assert_eq!(r["success"], true, "{r}");
-    assert_eq!(command_names(&mut t), ["skill:checker"]);
+    assert_eq!(crate::command_names(&mut t), ["skill:checker"]);
 }
 
 #[test]
@@ -79,7 +59,7 @@ fn a_link_to_the_root_in_a_project_skills_folder_is_not_followed() {
             .arg("--no-session")
             .cwd_file(".pi/skills/checker/SKILL.md", CHECKER),
     );
-    assert_eq!(command_names(&mut t), ["skill:checker"]);
+    assert_eq!(crate::command_names(&mut t), ["skill:checker"]);
     let r = t.request(json!({"type": "new_session"}));
     assert_eq!(r["success"], true, "{r}");
     let stderr = t.stderr();
@@ -127,7 +107,7 @@ fn links_inside_a_resource_folder_still_load_and_links_out_of_it_do_not() {
     )
     .unwrap();
     let mut t = ready_tau(tau().dirs(dirs).arg("--no-session"));
-    assert_eq!(command_names(&mut t), ["review", "skill:deploy"]);
+    assert_eq!(crate::command_names(&mut t), ["review", "skill:deploy"]);
 }
 
 #[test]
@@ -160,7 +140,7 @@ fn parallel_reads_of_decompression_bombs_answer_with_text_and_decode_nothing() {
     );
     assert!(bomb.len() < 150_000, "{}", bomb.len());
     let builder = tau()
-        .agent_file("models.json", models(&mock))
+        .agent_file("models.json", crate::mock_models(&mock))
         .arg("--no-session")
         .cwd_file("bomb.png", bomb);
     let mut t = ready_tau(builder);
@@ -229,7 +209,7 @@ fn progress_on_a_terminal_shows_a_hostile_tool_name_escaped() {
     let command = format!("{} -p go --no-session", sh_quote(env!("CARGO_BIN_EXE_tau")));
     let (status, output, stderr, _) = TauBuilder::new("script")
         .raw_args(["-q", "-e", "-c", command.as_str(), "/dev/null"])
-        .agent_file("models.json", models(&mock))
+        .agent_file("models.json", crate::mock_models(&mock))
         .agent_file("settings.json", r#"{"retry": {"enabled": false}}"#)
         .run(b"");
     let shown = String::from_utf8_lossy(&output);
@@ -259,7 +239,7 @@ fn a_tool_name_with_control_characters_is_kept_raw_in_the_protocol() {
     mock.push(Reply::text("done"));
     let mut t = ready_tau(
         tau()
-            .agent_file("models.json", models(&mock))
+            .agent_file("models.json", crate::mock_models(&mock))
             .arg("--no-session"),
     );
     t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));

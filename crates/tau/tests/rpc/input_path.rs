@@ -29,13 +29,9 @@ export default function (pi) {
 #[test]
 fn an_extensions_message_and_a_typed_prompt_take_the_same_path() {
     let mock = MockServer::start_background().unwrap();
-    let models = json!({"providers": {"mock": {
-        "baseUrl": format!("{}/v1", mock.url()), "api": "openai-completions", "apiKey": "k",
-        "models": [{"id": "mock-1", "contextWindow": 100000, "maxTokens": 4096}],
-    }}});
     let mut t = ready_tau(
         tau()
-            .agent_file("models.json", models.to_string())
+            .agent_file("models.json", crate::mock_models(&mock))
             .agent_file("extensions/paths.js", EXTENSION)
             .arg("--no-session"),
     );
@@ -85,6 +81,38 @@ fn an_extensions_message_and_a_typed_prompt_take_the_same_path() {
             "input source=extension text=from the extension: hello",
             "before_agent_start prompt=from the extension: hello [seen by input]",
         ],
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_prompt_held_during_post_run_work_passes_input_once() {
+    let mock = MockServer::start_background().unwrap();
+    let mut t = ready_tau(
+        tau()
+            .agent_file("models.json", crate::mock_models(&mock))
+            .agent_file("settings.json", r#"{"retry": {"baseDelayMs": 200}}"#)
+            .agent_file("extensions/paths.js", EXTENSION)
+            .arg("--no-session"),
+    );
+    mock.push(Reply::fault(tau_mock_llm::Fault::ServerError));
+    mock.push(Reply::text("retried"));
+    mock.push(Reply::text("second answer"));
+    t.send(&json!({"id": "p1", "type": "prompt", "message": "first"}));
+    t.records_until("agent_end", Duration::from_secs(20));
+    // The retry's back-off follows this agent_end: the prompt is held until it is over.
+    t.send(&json!({"id": "p2", "type": "prompt", "message": "next"}));
+    t.records_until("agent_settled", Duration::from_secs(20));
+    t.records_until("agent_settled", Duration::from_secs(20));
+    let last = mock.requests().last().unwrap().body["messages"].to_string();
+    assert!(last.contains("next [seen by input]"), "{last}");
+    assert!(!last.contains("[seen by input] [seen by input]"), "{last}");
+    t.close_stdin();
+    t.wait_exit(Duration::from_secs(10));
+    let stderr = t.stderr();
+    assert_eq!(
+        stderr.matches("input source=rpc text=next").count(),
+        1,
         "{stderr}"
     );
 }

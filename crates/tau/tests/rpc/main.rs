@@ -39,6 +39,28 @@ pub fn tau() -> TauBuilder {
     TauBuilder::new(env!("CARGO_BIN_EXE_tau"))
 }
 
+/// A `models.json` whose one model, `mock/mock-1` (text and images), is served by `mock`.
+pub fn mock_models(mock: &tau_mock_llm::BackgroundMock) -> String {
+    serde_json::json!({"providers": {"mock": {
+        "baseUrl": format!("{}/v1", mock.url()), "api": "openai-completions", "apiKey": "k",
+        "models": [{"id": "mock-1", "input": ["text", "image"], "contextWindow": 100000,
+                    "maxTokens": 4096}],
+    }}})
+    .to_string()
+}
+
+/// The names `get_commands` lists, in order.
+pub fn command_names(t: &mut Tau) -> Vec<String> {
+    let r = t.request(serde_json::json!({"type": "get_commands"}));
+    assert_eq!(r["success"], true, "{r}");
+    r["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// A started tau whose `ready` record has been read.
 pub fn ready_tau(builder: TauBuilder) -> Tau {
     let mut tau = builder.spawn();

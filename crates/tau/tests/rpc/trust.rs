@@ -20,17 +20,12 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-fn models(mock: &BackgroundMock) -> String {
-    json!({"providers": {"mock": {
-        "baseUrl": format!("{}/v1", mock.url()), "api": "openai-completions", "apiKey": "k",
-        "models": [{"id": "mock-1", "contextWindow": 100000, "maxTokens": 4096}],
-    }}})
-    .to_string()
-}
-
 /// A tau in `dirs` with the mock as its model and `args` on the command line.
 fn start(dirs: &Dirs, mock: &BackgroundMock, args: &[&str]) -> Tau {
-    write(&dirs.agent_dir().join("models.json"), &models(mock));
+    write(
+        &dirs.agent_dir().join("models.json"),
+        &crate::mock_models(mock),
+    );
     let mut builder: TauBuilder = tau().dirs(dirs.clone());
     for arg in args {
         builder = builder.arg(*arg);
@@ -285,15 +280,6 @@ fn an_untrusted_project_adds_text_but_names_no_other_folders_and_keeps_tau_s_pro
     );
     write(&dirs.cwd().join("AGENTS.md"), "Project conventions here.");
 
-    let names = |t: &mut Tau| -> Vec<String> {
-        let r = t.request(json!({"type": "get_commands"}));
-        r["data"]["commands"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap().to_string())
-            .collect()
-    };
     let system_prompt = |t: &mut Tau| -> String {
         let r = t.request(json!({"type": "get_state"}));
         r["data"]["systemPrompt"]
@@ -302,7 +288,7 @@ fn an_untrusted_project_adds_text_but_names_no_other_folders_and_keeps_tau_s_pro
             .to_string()
     };
     let mut t = start(&dirs, &mock, &["--no-session"]);
-    let listed = names(&mut t);
+    let listed = crate::command_names(&mut t);
     let prompt_text = system_prompt(&mut t);
     stop(t);
     assert!(listed.contains(&"skill:local".to_string()), "{listed:?}");
@@ -319,7 +305,7 @@ fn an_untrusted_project_adds_text_but_names_no_other_folders_and_keeps_tau_s_pro
     );
 
     let mut t = start(&dirs, &mock, &["--no-session", "--approve"]);
-    let listed = names(&mut t);
+    let listed = crate::command_names(&mut t);
     let prompt_text = system_prompt(&mut t);
     stop(t);
     assert!(listed.contains(&"skill:notes".to_string()), "{listed:?}");
