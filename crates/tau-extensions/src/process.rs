@@ -64,6 +64,9 @@ struct Pending {
     updates: Option<mpsc::UnboundedSender<Value>>,
 }
 
+/// Where the reply to a sent request arrives.
+pub(crate) type Answer = oneshot::Receiver<Result<Value, CallError>>;
+
 /// A running extension process.
 pub struct Process {
     /// The file name the process was started for, for logs and stderr prefixes.
@@ -308,11 +311,22 @@ impl Process {
         cancel: Option<&CancellationToken>,
         updates: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Value, CallError> {
+        let (id, answer) = self.begin(request, updates)?;
+        self.wait(id, answer, deadline, cancel).await
+    }
+
+    /// Sends a request built around a fresh id without waiting: the frame is in the writer's
+    /// queue when this returns, so a caller holding a lock across it orders its frames.
+    pub(crate) fn begin(
+        &self,
+        request: impl FnOnce(String) -> ToExtension,
+        updates: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<(String, Answer), CallError> {
         if self.has_exited() {
             return Err(CallError::Exited(self.exit_text()));
         }
         let id = self.next_id();
-        let (reply, mut answer) = oneshot::channel();
+        let (reply, answer) = oneshot::channel();
         self.lock_pending()
             .insert(id.clone(), Pending { reply, updates });
         if self
@@ -323,6 +337,17 @@ impl Process {
             self.lock_pending().remove(&id);
             return Err(CallError::Exited(self.exit_text()));
         }
+        Ok((id, answer))
+    }
+
+    /// Waits for the reply to a request [`Process::begin`] sent.
+    pub(crate) async fn wait(
+        &self,
+        id: String,
+        mut answer: Answer,
+        deadline: Option<Duration>,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, CallError> {
         let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
         loop {

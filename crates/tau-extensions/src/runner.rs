@@ -39,9 +39,20 @@ pub trait StateSource: Send + Sync + 'static {
     fn constant_fields(&self) -> Map<String, Value> {
         Map::new()
     }
-    /// The session's entries from index `from` on, and how many there are in all; `None`
-    /// when the list is no longer a continuation of what was sent (the session changed).
-    fn entries_since(&self, from: usize, session_id: &str) -> Option<(Vec<Value>, usize)>;
+    /// The session's entries from index `from` on, how many there are in all and the leaf,
+    /// read together (a leaf read apart from the entries can name an entry before the last
+    /// one sent); `None` when the list is no longer a continuation of what was sent (the
+    /// session changed).
+    fn entries_since(&self, from: usize, session_id: &str) -> Option<EntriesSince>;
+}
+
+/// The session's entries appended since a frame, as [`StateSource::entries_since`] reads them.
+#[derive(Debug, Default)]
+pub struct EntriesSince {
+    pub appended: Vec<Value>,
+    /// How many entries the session has.
+    pub total: usize,
+    pub leaf_id: Option<String>,
 }
 
 /// What a process was last told (its mirror, as tau believes it to be).
@@ -51,6 +62,8 @@ struct Sent {
     entries: usize,
     session_id: String,
     constants_sent: bool,
+    /// Counts the states sent (docs/extensions.md §5 `version`).
+    version: u64,
 }
 
 /// Deadlines (settings `extensionTimeouts`); `None` waits for ever.
@@ -422,12 +435,56 @@ impl Extensions {
         }
     }
 
+    /// Sends process `index` the request `request` builds around an id and the `state` that
+    /// changed since its last frame, then waits for the reply.
+    ///
+    /// The state is read and the frame queued under the process's `sent` lock: two frames
+    /// built at once on two tasks (a `tool_call` event and a command) otherwise leave in the
+    /// other order, and the later one, carrying the older `leafId` and entries, sends the
+    /// process's mirror backwards.
+    async fn call_with_state(
+        &self,
+        process: &Process,
+        index: usize,
+        request: impl FnOnce(String, Option<Value>) -> ToExtension,
+        deadline: Option<Duration>,
+        cancel: Option<&CancellationToken>,
+        updates: Option<mpsc::UnboundedSender<Value>>,
+    ) -> Result<Value, CallError> {
+        let (id, answer) = {
+            let mut sent = self
+                .sent
+                .get(index)
+                .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+            let state = sent.as_deref_mut().and_then(|sent| self.state_delta(sent));
+            process.begin(|id| request(id, state), updates)?
+        };
+        process.wait(id, answer, deadline, cancel).await
+    }
+
     /// The `state` a frame to process `index` carries: the keys that changed since the last
     /// one, and the entries appended since (`reset` when the session is another one).
-    fn state_for(&self, index: usize) -> Option<Value> {
+    fn state_delta(&self, sent: &mut Sent) -> Option<Value> {
         let source = self.state.read().ok()?.clone()?;
-        let mut sent = self.sent.get(index)?.lock().ok()?;
-        let fields = source.fields();
+        let mut fields = source.fields();
+        let session_id = fields
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let same_session = session_id == sent.session_id;
+        let from = if same_session { sent.entries } else { 0 };
+        let (since, reset) = match source.entries_since(from, &session_id) {
+            Some(since) => (since, !same_session),
+            None => (
+                source.entries_since(0, &session_id).unwrap_or_default(),
+                true,
+            ),
+        };
+        fields.insert(
+            "leafId".into(),
+            since.leaf_id.clone().map_or(Value::Null, Value::String),
+        );
         let mut delta = Map::new();
         if !sent.constants_sent {
             sent.constants_sent = true;
@@ -438,20 +495,9 @@ impl Extensions {
                 delta.insert(key.clone(), value.clone());
             }
         }
-        let session_id = fields
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let same_session = session_id == sent.session_id;
-        let from = if same_session { sent.entries } else { 0 };
-        let (appended, total, reset) = match source.entries_since(from, &session_id) {
-            Some((appended, total)) => (appended, total, !same_session),
-            None => match source.entries_since(0, &session_id) {
-                Some((all, total)) => (all, total, true),
-                None => (Vec::new(), 0, true),
-            },
-        };
+        let EntriesSince {
+            appended, total, ..
+        } = since;
         if reset || !appended.is_empty() {
             let mut entries = Map::new();
             if reset {
@@ -463,7 +509,12 @@ impl Extensions {
         sent.fields = fields;
         sent.entries = total;
         sent.session_id = session_id;
-        (!delta.is_empty()).then_some(Value::Object(delta))
+        if delta.is_empty() {
+            return None;
+        }
+        sent.version += 1;
+        delta.insert("version".into(), sent.version.into());
+        Some(Value::Object(delta))
     }
 
     /// Calls `extension`'s handlers for `event` (an object with `type`) and returns their
@@ -478,20 +529,20 @@ impl Extensions {
             return Err(CallError::Exited("no process".into()));
         };
         let path = extension.path.clone();
-        let state = self.state_for(extension.process);
-        process
-            .call(
-                |id| ToExtension::Event {
-                    id: Some(id),
-                    extension: path,
-                    event,
-                    state,
-                },
-                self.timeouts.handler,
-                cancel,
-                None,
-            )
-            .await
+        self.call_with_state(
+            process,
+            extension.process,
+            |id, state| ToExtension::Event {
+                id: Some(id),
+                extension: path,
+                event,
+                state,
+            },
+            self.timeouts.handler,
+            cancel,
+            None,
+        )
+        .await
     }
 
     /// Calls every subscriber's handlers for `event` in load order; failures become
@@ -640,22 +691,22 @@ impl Extensions {
         updates: mpsc::UnboundedSender<Value>,
     ) -> Result<Value, CallError> {
         let (process, index) = self.running(path)?;
-        let state = self.state_for(index);
-        process
-            .call(
-                |id| ToExtension::ExecuteTool {
-                    id,
-                    extension: path.to_string(),
-                    tool_call_id: tool_call_id.to_string(),
-                    tool_name: registration.name.clone(),
-                    params,
-                    state,
-                },
-                self.timeouts.tool,
-                Some(cancel),
-                Some(updates),
-            )
-            .await
+        self.call_with_state(
+            process,
+            index,
+            |id, state| ToExtension::ExecuteTool {
+                id,
+                extension: path.to_string(),
+                tool_call_id: tool_call_id.to_string(),
+                tool_name: registration.name.clone(),
+                params,
+                state,
+            },
+            self.timeouts.tool,
+            Some(cancel),
+            Some(updates),
+        )
+        .await
     }
 
     /// The commands, numbered `name:1`, `name:2`… where two extensions share a name (ext §6.2).
@@ -705,12 +756,16 @@ impl Extensions {
     /// docs/extensions.md §2.4) and takes their manifests in place of the old ones. A process
     /// that fails to answer keeps its old registrations, reported as an `extension_error`.
     pub async fn reinitialize(&self, reason: &str) {
-        let calls = self.processes.iter().enumerate().map(|(index, process)| {
-            let state = self.state_for(index);
-            async move {
-                let answer = process
-                    .call(
-                        |id| ToExtension::Reinitialize {
+        let calls = self
+            .processes
+            .iter()
+            .enumerate()
+            .map(|(index, process)| async move {
+                let answer = self
+                    .call_with_state(
+                        process,
+                        index,
+                        |id, state| ToExtension::Reinitialize {
                             id,
                             reason: reason.to_string(),
                             state,
@@ -721,8 +776,7 @@ impl Extensions {
                     )
                     .await;
                 (index, answer)
-            }
-        });
+            });
         for (index, answer) in join_all(calls).await {
             let outcome = answer.map_err(|e| e.to_string()).and_then(|value| {
                 serde_json::from_value::<Initialized>(value).map_err(|e| e.to_string())
@@ -769,10 +823,11 @@ impl Extensions {
             Ok(running) => running,
             Err(err) => return self.report(&target, "command", &err.to_string()).await,
         };
-        let state = self.state_for(index);
-        let outcome = process
-            .call(
-                |id| ToExtension::RunCommand {
+        let outcome = self
+            .call_with_state(
+                process,
+                index,
+                |id, state| ToExtension::RunCommand {
                     id,
                     extension: command.extension.clone(),
                     name: command.registered.clone(),

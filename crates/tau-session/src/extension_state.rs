@@ -81,10 +81,6 @@ impl tau_extensions::StateSource for ExtensionState {
             "sessionName".into(),
             store.session_name().map_or(Value::Null, Into::into),
         );
-        fields.insert(
-            "leafId".into(),
-            store.leaf_id().map_or(Value::Null, Into::into),
-        );
         if let Ok(header) = serde_json::to_value(store.header()) {
             fields.insert("header".into(), header);
         }
@@ -98,7 +94,7 @@ impl tau_extensions::StateSource for ExtensionState {
         fields
     }
 
-    fn entries_since(&self, from: usize, session_id: &str) -> Option<(Vec<Value>, usize)> {
+    fn entries_since(&self, from: usize, session_id: &str) -> Option<tau_extensions::EntriesSince> {
         let store = self.conversation.store();
         let entries = store.entries();
         if store.session_id() != session_id || entries.len() < from {
@@ -108,6 +104,10 @@ impl tau_extensions::StateSource for ExtensionState {
             .iter()
             .filter_map(|e| serde_json::to_value(e).ok())
             .collect();
-        Some((appended, entries.len()))
+        Some(tau_extensions::EntriesSince {
+            appended,
+            total: entries.len(),
+            leaf_id: store.leaf_id().map(str::to_string),
+        })
     }
 }

@@ -423,10 +423,14 @@ impl AgentSession {
         let mut fields = state.fields();
         fields.extend(state.constant_fields());
         let session_id = self.session_id();
-        let entries = state
-            .entries_since(0, &session_id)
-            .map(|(entries, _)| entries)
-            .unwrap_or_default();
+        let since = state.entries_since(0, &session_id).unwrap_or_default();
+        fields.insert(
+            "leafId".into(),
+            since
+                .leaf_id
+                .map_or(serde_json::Value::Null, serde_json::Value::String),
+        );
+        let entries = since.appended;
         fields.insert(
             "entries".into(),
             serde_json::json!({"reset": true, "append": entries}),

@@ -28,6 +28,15 @@ export class Mirror {
 		this.allModels = [];
 		this.entries = [];
 		this.byId = new Map();
+		// Entries this process appended that tau's `entries.append` has not carried back yet.
+		// tau applies them after what it has already recorded, so they stay on top of every
+		// state that arrives before the echo: the mirror never goes back to a leaf without them.
+		this.pending = [];
+		// Each pending entry's data as JSON when it was appended (the extension may change the
+		// object afterwards; tau recorded what it was sent).
+		this.pendingData = new WeakMap();
+		// The last `state.version` applied (tau numbers the states it sends each process).
+		this.version = 0;
 		// setLabel has no reply, so its effect is kept here until tau's entries carry it.
 		this.labelOverrides = new Map();
 		this.labelsCache = undefined;
@@ -56,31 +65,68 @@ export class Mirror {
 			availableModels: (v) => (Array.isArray(v) ? v : []),
 			allModels: (v) => (Array.isArray(v) ? v : []),
 		};
-		for (const [key, convert] of Object.entries(plain)) {
-			if (Object.hasOwn(state, key)) this[key] = convert(state[key]);
+		// tau sends states in order; one that is not newer than the last (a bug, or a frame
+		// replayed) may only add entries, never move the values back.
+		const stale = typeof state.version === "number" && state.version <= this.version;
+		if (typeof state.version === "number" && !stale) this.version = state.version;
+		if (!stale) {
+			for (const [key, convert] of Object.entries(plain)) {
+				if (Object.hasOwn(state, key)) this[key] = convert(state[key]);
+			}
 		}
-		if (state.entries && typeof state.entries === "object") this.applyEntries(state.entries);
-		if (Object.hasOwn(state, "leafId")) this.leafId = state.leafId ?? null;
+		if (state.entries && typeof state.entries === "object") this.applyEntries(state.entries, stale);
+		if (!stale && Object.hasOwn(state, "leafId")) this.leafId = state.leafId ?? null;
+		this.rebasePending();
 	}
 
-	applyEntries({ reset, append }) {
-		if (reset) {
+	/** Puts the entries still waiting for tau's echo after tau's leaf, in the order appended. */
+	rebasePending() {
+		for (const entry of this.pending) {
+			const at = this.entries.indexOf(entry);
+			if (at !== -1) this.entries.splice(at, 1);
+			this.entries.push(entry);
+			entry.parentId = this.leafId;
+			this.leafId = entry.id;
+		}
+	}
+
+	/** The pending entry tau's `entry` echoes: the same id once tau answered it, else the
+	 * oldest unanswered one with the same type and data (the echo can overtake the answer). */
+	pendingEchoedBy(entry) {
+		const byId = this.pending.find((p) => p.id === entry.id);
+		if (byId || entry.type !== "custom") return byId;
+		const data = JSON.stringify(entry.data);
+		return this.pending.find(
+			(p) => p.id.startsWith("pending-") && p.customType === entry.customType && this.pendingData.get(p) === data,
+		);
+	}
+
+	applyEntries({ reset, append }, stale = false) {
+		if (reset && !stale) {
 			this.entries = [];
 			this.byId.clear();
 			this.labelOverrides.clear();
+			for (const entry of this.pending) this.byId.set(entry.id, entry);
 		}
 		for (const entry of Array.isArray(append) ? append : []) {
 			if (!entry || typeof entry !== "object") continue;
+			const echoed = this.pendingEchoedBy(entry);
+			if (echoed) {
+				// tau echoes the entries the host appended itself; keep one copy, tau's.
+				this.pending.splice(this.pending.indexOf(echoed), 1);
+				this.byId.delete(echoed.id);
+				const at = this.entries.indexOf(echoed);
+				if (at !== -1) this.entries.splice(at, 1);
+			}
 			const known = entry.id !== undefined ? this.byId.get(entry.id) : undefined;
 			if (known) {
-				// tau echoes the entries the host appended itself; keep one copy, tau's.
 				this.entries[this.entries.indexOf(known)] = entry;
 			} else {
 				this.entries.push(entry);
 			}
 			if (entry.id !== undefined) this.byId.set(entry.id, entry);
 			if (entry.type === "label") this.labelOverrides.delete(entry.targetId);
-			if (entry.type !== "session") this.leafId = entry.id ?? this.leafId;
+			if (entry.type !== "session" && !stale) this.leafId = entry.id ?? this.leafId;
 		}
 		this.labelsCache = undefined;
 	}
@@ -92,6 +138,8 @@ export class Mirror {
 		if (data !== undefined) entry.data = data;
 		this.entries.push(entry);
 		this.byId.set(entry.id, entry);
+		this.pending.push(entry);
+		this.pendingData.set(entry, JSON.stringify(data));
 		this.leafId = entry.id;
 		return entry;
 	}
@@ -104,7 +152,10 @@ export class Mirror {
 		if (echoed && echoed !== entry) {
 			// tau's state already carried the entry; drop the provisional twin.
 			this.entries.splice(this.entries.indexOf(entry), 1);
+			const at = this.pending.indexOf(entry);
+			if (at !== -1) this.pending.splice(at, 1);
 		} else {
+			// Still pending until tau's state carries it, now under tau's id.
 			entry.id = id;
 			this.byId.set(id, entry);
 		}
@@ -116,6 +167,9 @@ export class Mirror {
 		if (this.byId.get(entry.id) !== entry) return;
 		this.byId.delete(entry.id);
 		this.entries.splice(this.entries.indexOf(entry), 1);
+		const at = this.pending.indexOf(entry);
+		if (at !== -1) this.pending.splice(at, 1);
+		for (const other of this.pending) if (other.parentId === entry.id) other.parentId = entry.parentId ?? null;
 		if (this.leafId === entry.id) this.leafId = entry.parentId ?? null;
 	}
 

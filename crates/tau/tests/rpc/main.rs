@@ -20,6 +20,7 @@ mod hardening_host;
 mod hardening_input;
 mod input_path;
 mod lifecycle;
+mod mirror;
 mod models;
 mod oneshot;
 mod pi_extensions;
