@@ -98,9 +98,15 @@ pub struct RpcServer {
     /// kept. Only what must act at once (aborts, host-tool and UI replies) skips the line.
     backlog: std::collections::VecDeque<Inbound>,
     interrupt: std::sync::Arc<LoopInterrupt>,
-    /// An extension called `ctx.shutdown()`: tau ends as at the end of stdin once the line
-    /// being handled is answered (rpc.md §1.5).
+    /// An extension called `ctx.shutdown()`: as in pi, tau ends as at the end of stdin once
+    /// the next command line it handles is answered (rpc.md §1.5), or the extension command
+    /// that asked, so every command read before the exit is answered.
     shutdown_requested: bool,
+    /// The shutdown waits for the extension commands in flight (their `prompt` responses).
+    shutdown_after_commands: bool,
+    /// Extension commands running beside the loop, and a signal when one has answered.
+    commands_in_flight: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    command_answered: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl RpcServer {
@@ -113,7 +119,33 @@ impl RpcServer {
             backlog: std::collections::VecDeque::new(),
             interrupt: std::sync::Arc::default(),
             shutdown_requested: false,
+            shutdown_after_commands: false,
+            commands_in_flight: std::sync::Arc::default(),
+            command_answered: std::sync::Arc::default(),
         }
+    }
+
+    fn commands_in_flight(&self) -> usize {
+        self.commands_in_flight
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Called after a command line was handled: true when tau should now end for a
+    /// `ctx.shutdown()`.
+    fn shutdown_after_line(&mut self) -> bool {
+        if !self.shutdown_requested {
+            return false;
+        }
+        if self.commands_in_flight() == 0 {
+            return true;
+        }
+        self.shutdown_after_commands = true;
+        false
+    }
+
+    /// True when the extension commands the shutdown waited for have all answered.
+    fn shutdown_due(&self) -> bool {
+        self.shutdown_requested && self.shutdown_after_commands && self.commands_in_flight() == 0
     }
 
     pub fn session(&self) -> &AgentSession {
@@ -324,6 +356,8 @@ impl RpcServer {
             }
             "shutdown" => {
                 self.shutdown_requested = true;
+                // Asked by a command's handler: its `prompt` is answered, then tau ends.
+                self.shutdown_after_commands = self.commands_in_flight() > 0;
                 Ok(Value::Null)
             }
             "get_state" => Ok(self.session.extension_state_snapshot()),
@@ -615,10 +649,15 @@ impl RpcServer {
             return;
         };
         let sink = self.sink.clone();
+        let in_flight = std::sync::Arc::clone(&self.commands_in_flight);
+        let answered = std::sync::Arc::clone(&self.command_answered);
+        in_flight.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         tokio::spawn(async move {
             extensions.run_command(&command, &args, None).await;
             extensions.actions_applied().await;
             sink.emit_line(done(id, name)).await;
+            in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            answered.notify_one();
         });
     }
 
@@ -1293,6 +1332,7 @@ where
     }
 
     tokio::pin!(shutdown);
+    let command_answered = std::sync::Arc::clone(&server.command_answered);
     let reason = loop {
         tokio::select! {
             biased;
@@ -1321,9 +1361,15 @@ where
                     let _ = done.send(());
                 }
             },
+            () = command_answered.notified(), if server.shutdown_requested => {}
             line = in_rx.recv() => match line {
                 Some(line) if startup.is_some() => server.defer_line(&line).await,
-                Some(line) => server.handle_line(&line).await,
+                Some(line) => {
+                    server.handle_line(&line).await;
+                    if server.shutdown_after_line() {
+                        break ExitReason::InputClosed;
+                    }
+                }
                 None => {
                     // The client is gone: nothing may wait on it any more (T77).
                     server.session.input_closed();
@@ -1334,7 +1380,7 @@ where
                 }
             },
         }
-        if server.shutdown_requested {
+        if server.shutdown_due() {
             break ExitReason::InputClosed;
         }
     };

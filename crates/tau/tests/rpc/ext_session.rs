@@ -421,3 +421,27 @@ fn installed_pi_packages_load_and_missing_ones_are_named() {
         "{stderr}"
     );
 }
+
+/// `ctx.shutdown()` in the middle of a run (issue 22): tau finishes the run, answers the
+/// command the host sends after `agent_end`, and only then ends, as pi does.
+#[test]
+fn a_shutdown_during_a_run_answers_the_next_command_then_ends() {
+    let mock = MockServer::start_background().unwrap();
+    let mut t = ready_tau(
+        tau()
+            .agent_file("models.json", crate::mock_models(&mock))
+            .arg("--no-session")
+            .arg("-e")
+            .arg(fixture("shutdown.ts")),
+    );
+    mock.push(Reply::new().tool_call("call_1", "bash", json!({"command": "true"})));
+    mock.push(Reply::text("done"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    t.event("agent_end");
+    // tau has not left: the host's next command is read and answered.
+    let state = t.request(json!({"id": "s", "type": "get_state"}));
+    assert_eq!(state["success"], true);
+    assert_eq!(state["data"]["isStreaming"], false);
+    let status = t.wait_exit(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0));
+}
