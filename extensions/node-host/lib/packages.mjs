@@ -3,7 +3,7 @@
 // land on them, and lazy handles to the few pi internals the host itself uses (theme, exec, event
 // bus). Nothing heavy is imported until something needs it; Node's module cache then keeps one copy.
 
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -144,15 +144,23 @@ export function setThemeSetting(name) {
 	themeSettingName = name;
 }
 
+/** pi's theme module: the lean single file scripts/bundle-theme.mjs writes beside it at
+ * install (same code, without the syntax highlighters and pi-tui's components, which the theme
+ * only needs on rare calls), or pi's own when that file is missing. */
+function themeModulePath() {
+	const lite = distPath("modes/interactive/theme/theme.tau-lite.mjs");
+	return existsSync(lite) ? lite : distPath("modes/interactive/theme/theme.js");
+}
+
 /**
- * pi's global theme, initialised on first use. `ctx.ui.theme` is a synchronous getter, and the
- * theme module costs a few hundred milliseconds to import, so it is loaded with require(esm)
- * (Node >= 20.19) exactly when an extension first touches it. When an extension has already
- * imported pi-coding-agent, the module is in the ESM cache and this costs nothing.
+ * pi's global theme, initialised on first use. `ctx.ui.theme` is a synchronous getter, so the
+ * theme module is loaded with require(esm) (Node >= 20.19) exactly when an extension first
+ * touches it. pi's own module costs a few hundred milliseconds to import; the lean one a few.
+ * The theme lives on a global symbol, so an extension that imports pi's module sees this one.
  */
 export function getTheme() {
 	if (!globalThis[THEME_KEY]) {
-		const themeModule = require(distPath("modes/interactive/theme/theme.js"));
+		const themeModule = require(themeModulePath());
 		if (!globalThis[THEME_KEY]) themeModule.initTheme(themeSettingName, false);
 	}
 	return globalThis[THEME_KEY];
@@ -161,7 +169,7 @@ export function getTheme() {
 /** For Node versions without require(esm): import the theme ahead of the first dispatch. */
 export async function preloadTheme() {
 	if (globalThis[THEME_KEY]) return;
-	const themeModule = await import(distUrl("modes/interactive/theme/theme.js"));
+	const themeModule = await import(pathToFileURL(themeModulePath()).href);
 	if (!globalThis[THEME_KEY]) themeModule.initTheme(themeSettingName, false);
 }
 
