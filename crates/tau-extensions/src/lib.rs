@@ -13,8 +13,8 @@ pub mod trust;
 pub use discovery::{DiscoveryError, Entry, Launch, Sources, discover};
 pub use process::CallError;
 pub use runner::{
-    ActionRequest, CommandInfo, EntriesSince, Extension, Extensions, LoadConfig, LoadError, Outlet,
-    StateSource, Timeouts, Work, find_node_host,
+    ActionApplier, ActionRequest, CommandInfo, EntriesSince, Extension, Extensions, LoadConfig,
+    LoadError, Outlet, StateSource, Timeouts, Work, find_node_host,
 };
 pub use tau_protocol::extension::{FlagKind, FlagRegistration, Manifest};
 pub use tool::ExtensionTool;

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -106,6 +107,33 @@ pub struct LoadConfig {
 #[error("{0}")]
 pub struct LoadError(pub String);
 
+/// Carries out, where their frame arrives, the actions that need only the session's record
+/// and output (docs/extensions.md §4): pi runs them inside the handler, so their effects
+/// must come out before what the handler does next.
+pub trait ActionApplier: Send + Sync + 'static {
+    /// The action's outcome, or `None` when it needs the session's input loop.
+    fn apply<'a>(&'a self, frame: &'a ActionFrame) -> BoxFuture<'a, Option<Result<Value, String>>>;
+}
+
+/// Counts what a process has waiting in the input loop's queue, for as long as it waits: while
+/// anything does, the process's later actions and displays queue behind it, so they come out
+/// in the order the extension made them.
+#[derive(Debug)]
+pub struct Waiting(Arc<AtomicUsize>);
+
+impl Waiting {
+    fn enter(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, AtomicOrdering::AcqRel);
+        Self(Arc::clone(count))
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, AtomicOrdering::AcqRel);
+    }
+}
+
 /// An `action` frame, with the way to answer it.
 #[derive(Debug)]
 pub struct ActionRequest {
@@ -113,6 +141,7 @@ pub struct ActionRequest {
     pub extension: String,
     pub frame: ActionFrame,
     replier: Option<(Arc<Process>, String)>,
+    _waiting: Option<Waiting>,
 }
 
 impl ActionRequest {
@@ -133,6 +162,9 @@ impl ActionRequest {
 pub enum Work {
     /// Carry out an `action` frame.
     Action(ActionRequest),
+    /// Write a display request (`notify`, `setStatus`, …) that a process made after an
+    /// action still in this queue.
+    Record(Box<OutboundRecord>, Waiting),
     /// Signal when everything before this has been carried out.
     Barrier(tokio::sync::oneshot::Sender<()>),
 }
@@ -190,6 +222,10 @@ struct Shared {
     outlet: Arc<dyn Outlet>,
     dialogs: Mutex<HashMap<String, OpenDialog>>,
     actions: mpsc::UnboundedSender<Work>,
+    /// Carries out the session-only actions at once; absent, every action goes to the loop.
+    applier: RwLock<Option<Arc<dyn ActionApplier>>>,
+    /// Per process index: its work waiting in the loop's queue.
+    waiting: Mutex<HashMap<usize, Arc<AtomicUsize>>>,
     /// Set by [`Extensions::shutdown`]: processes ending after it are not failures.
     shutting_down: std::sync::atomic::AtomicBool,
     /// Set by [`Extensions::client_gone`]: nobody can answer a dialog any more.
@@ -269,6 +305,8 @@ impl Extensions {
             dialogs: Mutex::default(),
             client_gone: std::sync::atomic::AtomicBool::new(false),
             actions: actions_tx,
+            applier: RwLock::new(None),
+            waiting: Mutex::default(),
             shutting_down: std::sync::atomic::AtomicBool::new(false),
         });
         let mut processes = Vec::new();
@@ -425,6 +463,13 @@ impl Extensions {
             _ => Err(CallError::Exited(format!(
                 "Extension \"{path}\" is not running"
             ))),
+        }
+    }
+
+    /// Connects what carries out the session-only actions where they arrive.
+    pub fn set_action_applier(&self, applier: Arc<dyn ActionApplier>) {
+        if let Ok(mut slot) = self.shared.applier.write() {
+            *slot = Some(applier);
         }
     }
 
@@ -899,6 +944,11 @@ impl Extensions {
         self.shared
             .shutting_down
             .store(true, std::sync::atomic::Ordering::Release);
+        // The applier writes through the session's event sink: the output ends only when
+        // every sender is gone, and the processes' reader tasks may outlive the session.
+        if let Ok(mut applier) = self.shared.applier.write() {
+            *applier = None;
+        }
         for process in &self.processes {
             process.shutdown();
         }
@@ -964,12 +1014,23 @@ impl FrameHandler for Shared {
                             );
                         }
                     }
-                    self.outlet
-                        .write(OutboundRecord::ExtensionUiRequest(ExtensionUiRequest {
-                            id,
-                            method: request.method,
-                        }))
-                        .await;
+                    let record = OutboundRecord::ExtensionUiRequest(ExtensionUiRequest {
+                        id,
+                        method: request.method,
+                    });
+                    // A dialog is written at once even behind queued actions: the loop may
+                    // be waiting on this very handler, and the dialog's answer with it.
+                    let waiting = self.waiting(index);
+                    if !dialog && waiting.load(AtomicOrdering::Acquire) > 0 {
+                        let work = Work::Record(Box::new(record), Waiting::enter(&waiting));
+                        if let Err(unsent) = self.actions.send(work)
+                            && let Work::Record(record, _) = unsent.0
+                        {
+                            self.outlet.write(*record).await;
+                        }
+                        return;
+                    }
+                    self.outlet.write(record).await;
                 }
                 FromExtension::UiCancel { id } => {
                     let withdrawn = self.dialogs.lock().ok().and_then(|mut dialogs| {
@@ -985,10 +1046,26 @@ impl FrameHandler for Shared {
                 }
                 FromExtension::Action(frame) => {
                     let replier = frame.id.clone().map(|id| (Arc::clone(process), id));
+                    let waiting = self.waiting(index);
+                    let applier = self.applier.read().ok().and_then(|a| a.clone());
+                    if waiting.load(AtomicOrdering::Acquire) == 0
+                        && let Some(applier) = applier
+                        && let Some(outcome) = applier.apply(&frame).await
+                    {
+                        let request = ActionRequest {
+                            extension: frame.extension.clone(),
+                            frame,
+                            replier,
+                            _waiting: None,
+                        };
+                        request.reply(outcome);
+                        return;
+                    }
                     let request = ActionRequest {
                         extension: frame.extension.clone(),
                         frame,
                         replier,
+                        _waiting: Some(Waiting::enter(&waiting)),
                     };
                     if let Err(unsent) = self.actions.send(Work::Action(request))
                         && let Work::Action(request) = unsent.0
@@ -1022,6 +1099,15 @@ impl FrameHandler for Shared {
 }
 
 impl Shared {
+    /// The count of process `index`'s work waiting in the loop's queue.
+    fn waiting(&self, index: usize) -> Arc<AtomicUsize> {
+        let mut waiting = self
+            .waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(waiting.entry(index).or_default())
+    }
+
     /// Adds registrations made after loading: new tools, commands, events and flags.
     fn register(&self, path: String, manifest: Manifest) {
         let Ok(mut extensions) = self.extensions.write() else {

@@ -236,34 +236,14 @@ impl RpcServer {
             self.compact_for_extension(request).await;
             return;
         }
+        // The session-only ones, when they queued behind an earlier action of their process.
+        if let Some(outcome) = self.session.apply_session_action(&request.frame).await {
+            request.reply(outcome);
+            return;
+        }
         let fields = &request.frame.fields;
         let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_string);
         let outcome: Result<Value, String> = match request.frame.action.as_str() {
-            "set_session_name" => match text("name") {
-                Some(name) => self
-                    .session
-                    .set_session_name(&name)
-                    .await
-                    .map(|()| Value::Null)
-                    .map_err(|e| e.to_string()),
-                None => Err("set_session_name needs a name".into()),
-            },
-            "append_entry" => match text("customType") {
-                Some(custom_type) => self
-                    .session
-                    .append_custom_entry(&custom_type, fields.get("data").cloned())
-                    .map(|id| json!({ "id": id }))
-                    .map_err(|e| e.to_string()),
-                None => Err("append_entry needs a customType".into()),
-            },
-            "set_label" => match text("entryId") {
-                Some(entry) => self
-                    .session
-                    .set_label(&entry, text("label").as_deref())
-                    .map(|()| Value::Null)
-                    .map_err(|e| e.to_string()),
-                None => Err("set_label needs an entryId".into()),
-            },
             "set_thinking_level" => match text("level").and_then(|l| l.parse().ok()) {
                 Some(level) => {
                     self.session.set_thinking_level(level).await;
@@ -1357,6 +1337,11 @@ where
                 }
             } => match action {
                 tau_extensions::Work::Action(action) => server.apply_action(action).await,
+                tau_extensions::Work::Record(record, _waiting) => {
+                    if let Some(outlet) = &outlet {
+                        tau_extensions::Outlet::write(&**outlet, *record).await;
+                    }
+                }
                 tau_extensions::Work::Barrier(done) => {
                     let _ = done.send(());
                 }

@@ -95,6 +95,9 @@ pub(crate) struct Conversation {
     /// Shared by every provider request of the session: tightened when stdin closes.
     idle_cap: tau_ai::provider::IdleCap,
     input_closed: std::sync::atomic::AtomicBool,
+    /// The `running` flag of the session's current run task (see `session/runs.rs`), so that
+    /// what acts outside the session's input loop knows whether a run streams.
+    current_run: Mutex<Option<Arc<std::sync::atomic::AtomicBool>>>,
 }
 
 impl Conversation {
@@ -104,6 +107,27 @@ impl Conversation {
             store: Mutex::new(store),
             idle_cap: tau_ai::provider::IdleCap::default(),
             input_closed: std::sync::atomic::AtomicBool::new(false),
+            current_run: Mutex::default(),
+        }
+    }
+
+    /// True from the moment a prompt is accepted until its run has ended, as
+    /// `AgentSession::is_streaming` says.
+    pub fn is_streaming(&self) -> bool {
+        self.current_run
+            .lock()
+            .ok()
+            .and_then(|run| {
+                run.as_ref()
+                    .map(|r| r.load(std::sync::atomic::Ordering::Acquire))
+            })
+            .unwrap_or(false)
+    }
+
+    /// Records the `running` flag of a run task that starts.
+    pub fn set_current_run(&self, running: Arc<std::sync::atomic::AtomicBool>) {
+        if let Ok(mut run) = self.current_run.lock() {
+            *run = Some(running);
         }
     }
 

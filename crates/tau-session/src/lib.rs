@@ -7,6 +7,7 @@
 pub mod compaction;
 mod conversation;
 pub mod export_html;
+mod extension_actions;
 pub mod extension_hooks;
 mod extension_state;
 mod host_tools;

@@ -409,9 +409,27 @@ impl AgentSession {
             context_usage: std::sync::Mutex::default(),
         });
         extensions.set_state_source(Arc::clone(&state) as Arc<dyn tau_extensions::StateSource>);
+        extensions.set_action_applier(Arc::new(self.immediate_actions()));
         self.extensions = Some(extensions);
         self.extension_state = Some(state);
         self.refresh_extension_state();
+    }
+
+    fn immediate_actions(&self) -> crate::extension_actions::ImmediateActions {
+        crate::extension_actions::ImmediateActions {
+            conversation: Arc::clone(&self.conversation),
+            events: self.events.clone(),
+        }
+    }
+
+    /// Carries out an extension action that needs only the session's record and output (as
+    /// the extensions' reader does where the frame arrives); `None` for the others.
+    pub async fn apply_session_action(
+        &self,
+        frame: &tau_protocol::extension::ActionFrame,
+    ) -> Option<Result<serde_json::Value, String>> {
+        use tau_extensions::ActionApplier;
+        self.immediate_actions().apply(frame).await
     }
 
     /// The whole mirror as extensions see it (the `get_state` action), entries included.
@@ -551,40 +569,7 @@ impl AgentSession {
 
     /// Sets the display name (trimmed) and announces it with `session_info_changed`.
     pub async fn set_session_name(&mut self, name: &str) -> Result<(), SessionError> {
-        let name = name.trim();
-        if name.is_empty() {
-            return Err(SessionError::EmptySessionName);
-        }
-        self.conversation
-            .persist(|store| store.append_session_info(name));
-        self.events
-            .emit(SessionEvent::SessionInfoChanged {
-                name: Some(name.to_string()),
-            })
-            .await;
-        Ok(())
-    }
-
-    /// An extension's `appendEntry`: a `custom` entry at the leaf (never LLM context).
-    /// Returns its id.
-    pub fn append_custom_entry(
-        &mut self,
-        custom_type: &str,
-        data: Option<serde_json::Value>,
-    ) -> Result<String, SessionError> {
-        self.conversation
-            .store()
-            .append_custom(custom_type, data)
-            .map_err(|err| SessionError::Store(err.to_string()))
-    }
-
-    /// An extension's `setLabel`: labels an entry (`None` clears).
-    pub fn set_label(&mut self, entry_id: &str, label: Option<&str>) -> Result<(), SessionError> {
-        self.conversation
-            .store()
-            .append_label(entry_id, label)
-            .map(|_| ())
-            .map_err(|err| SessionError::Store(err.to_string()))
+        crate::extension_actions::set_session_name(&self.conversation, &self.events, name).await
     }
 
     /// Empties both queues and returns what they held (`clear_queue`).
@@ -1093,16 +1078,7 @@ impl AgentSession {
             return Ok(());
         }
         if self.is_streaming() {
-            let queued = Queued {
-                text: None,
-                message,
-            };
-            let mut state = self.conversation.lock();
-            if deliver_as == Some("followUp") {
-                state.follow_up.push_back(queued);
-            } else {
-                state.steering.push_back(queued);
-            }
+            crate::extension_actions::queue_for_run(&self.conversation, message, deliver_as);
             return Ok(());
         }
         if trigger_turn {
@@ -1110,17 +1086,8 @@ impl AgentSession {
             self.start_run(vec![message]);
             return Ok(());
         }
-        self.conversation.lock().messages.push(message.clone());
-        self.conversation
-            .persist(|store| store.append_message(message.clone()));
-        for event in [
-            tau_protocol::AgentEvent::MessageStart {
-                message: message.clone(),
-            },
-            tau_protocol::AgentEvent::MessageEnd { message },
-        ] {
-            self.events.emit(SessionEvent::Agent(event)).await;
-        }
+        crate::extension_actions::record_custom_message(&self.conversation, &self.events, message)
+            .await;
         Ok(())
     }
 

@@ -278,10 +278,34 @@ impl SessionStore {
         custom_type: &str,
         data: Option<Value>,
     ) -> Result<String, StoreError> {
-        self.append(EntryKind::Custom {
+        self.append_custom_as(custom_type, data, None)
+    }
+
+    /// A `custom` entry under the id its writer chose, when that id is well formed (1 to 64
+    /// ASCII letters, digits, `-`, `_`) and not taken; a new id otherwise. An extension's
+    /// `appendEntry` in pi returns at once, and what the extension does next (label the new
+    /// leaf, navigate to it) names the id it saw: the extension host chooses it and tau keeps it.
+    pub fn append_custom_as(
+        &mut self,
+        custom_type: &str,
+        data: Option<Value>,
+        proposed_id: Option<&str>,
+    ) -> Result<String, StoreError> {
+        let kind = EntryKind::Custom {
             custom_type: custom_type.to_owned(),
             data,
-        })
+        };
+        let usable = proposed_id.filter(|id| {
+            (1..=64).contains(&id.len())
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                && !self.index.contains_key(*id)
+        });
+        match usable {
+            Some(id) => self.append_as(id.to_owned(), kind),
+            None => self.append(kind),
+        }
     }
 
     pub fn append_custom_message(
@@ -325,6 +349,10 @@ impl SessionStore {
     /// even when writing it fails; the error is returned so the caller can report it.
     fn append(&mut self, kind: EntryKind) -> Result<String, StoreError> {
         let id = new_entry_id(|candidate| self.index.contains_key(candidate));
+        self.append_as(id, kind)
+    }
+
+    fn append_as(&mut self, id: String, kind: EntryKind) -> Result<String, StoreError> {
         let entry = SessionEntry {
             id: id.clone(),
             parent_id: self.leaf_id().map(str::to_owned),

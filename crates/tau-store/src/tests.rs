@@ -85,3 +85,22 @@ fn known_entry_with_bad_fields_is_kept_opaque() {
         std::str::from_utf8(line).ok()
     );
 }
+
+#[test]
+fn a_custom_entry_keeps_the_id_its_writer_chose_when_it_is_free_and_well_formed()
+-> Result<(), StoreError> {
+    let mut store = SessionStore::in_memory(Path::new("/w"));
+    assert_eq!(
+        store.append_custom_as("mark", None, Some("a1b2c3d4"))?,
+        "a1b2c3d4"
+    );
+    assert_eq!(store.leaf_id(), Some("a1b2c3d4"));
+    // Taken, malformed, too long: tau chooses instead.
+    for proposed in ["a1b2c3d4", "no spaces", "", &"x".repeat(65)] {
+        let id = store.append_custom_as("mark", None, Some(proposed))?;
+        assert_ne!(id, proposed);
+        assert_eq!(id.len(), 8);
+    }
+    assert_eq!(store.entries().len(), 5);
+    Ok(())
+}

@@ -133,7 +133,7 @@ export class ExtensionInstance {
 				self.assertActive();
 				self.assertBound();
 				const entry = mirror.appendProvisionalCustomEntry(customType, data);
-				request({ type: "action", extension: self.path, action: "append_entry", customType, data }).then(
+				request({ type: "action", extension: self.path, action: "append_entry", customType, data, entryId: entry.id }).then(
 					(answer) => mirror.confirmEntryId(entry, answer?.id),
 					(err) => {
 						mirror.dropProvisionalEntry(entry);

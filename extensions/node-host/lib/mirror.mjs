@@ -35,6 +35,8 @@ export class Mirror {
 		// Each pending entry's data as JSON when it was appended (the extension may change the
 		// object afterwards; tau recorded what it was sent).
 		this.pendingData = new WeakMap();
+		// Pending entries tau has answered (their id is tau's from then on).
+		this.confirmed = new WeakSet();
 		// The last `state.version` applied (tau numbers the states it sends each process).
 		this.version = 0;
 		// setLabel has no reply, so its effect is kept here until tau's entries carry it.
@@ -97,7 +99,7 @@ export class Mirror {
 		if (byId || entry.type !== "custom") return byId;
 		const data = JSON.stringify(entry.data);
 		return this.pending.find(
-			(p) => p.id.startsWith("pending-") && p.customType === entry.customType && this.pendingData.get(p) === data,
+			(p) => !this.confirmed.has(p) && p.customType === entry.customType && this.pendingData.get(p) === data,
 		);
 	}
 
@@ -131,10 +133,14 @@ export class Mirror {
 		this.labelsCache = undefined;
 	}
 
-	/** Adds a `custom` entry the way pi's appendCustomEntry does, under a provisional id that
-	 * `confirmEntryId` swaps for tau's once the `append_entry` reply arrives. */
+	/** Adds a `custom` entry the way pi's appendCustomEntry does, under an id chosen here and
+	 * sent with the `append_entry` action (tau keeps it when it is free; `confirmEntryId` takes
+	 * tau's otherwise), so the extension can name the new entry at once, as in pi. */
 	appendProvisionalCustomEntry(customType, data) {
-		const entry = { type: "custom", customType, id: `pending-${randomUUID().slice(0, 8)}`, parentId: this.leafId, timestamp: new Date().toISOString() };
+		let id;
+		do id = randomUUID().slice(0, 8);
+		while (this.byId.has(id));
+		const entry = { type: "custom", customType, id, parentId: this.leafId, timestamp: new Date().toISOString() };
 		if (data !== undefined) entry.data = data;
 		this.entries.push(entry);
 		this.byId.set(entry.id, entry);
@@ -146,6 +152,8 @@ export class Mirror {
 
 	confirmEntryId(entry, id) {
 		if (typeof id !== "string" || this.byId.get(entry.id) !== entry) return;
+		this.confirmed.add(entry);
+		if (id === entry.id) return;
 		const provisional = entry.id;
 		const echoed = this.byId.get(id);
 		this.byId.delete(provisional);

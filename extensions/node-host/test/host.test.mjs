@@ -468,7 +468,8 @@ describe("the state mirror", () => {
 			sent.map((f) => f.action),
 			["append_entry", "set_active_tools", "set_thinking_level", "set_session_name", "set_model"],
 		);
-		assert.deepEqual(sent[0], { type: "action", id: sent[0].id, extension: ext, action: "append_entry", customType: "marker", data: { n: 1 } });
+		assert.match(sent[0].entryId, /^[0-9a-f]{8}$/, "the host chooses the new entry's id");
+		assert.deepEqual(sent[0], { type: "action", id: sent[0].id, extension: ext, action: "append_entry", customType: "marker", data: { n: 1 }, entryId: sent[0].entryId });
 		assert.deepEqual(sent[1].names, ["read", "nonexistent", "bash"]);
 		assert.equal(sent[1].id, undefined, "fire-and-forget actions carry no id");
 		assert.deepEqual([sent[4].provider, sent[4].modelId], ["mock", "m2"]);

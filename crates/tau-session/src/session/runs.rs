@@ -170,6 +170,7 @@ impl Runs {
             cancel: cancel.clone(),
         };
         host.conversation.lock().run_active = true;
+        host.conversation.set_current_run(Arc::clone(&running));
         let handle = spawn(
             host,
             services.summarizer,

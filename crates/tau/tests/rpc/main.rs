@@ -23,6 +23,7 @@ mod lifecycle;
 mod mirror;
 mod models;
 mod oneshot;
+mod ordering;
 mod pi_extensions;
 mod pi_parity;
 mod resources;

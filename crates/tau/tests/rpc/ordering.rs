@@ -1,0 +1,129 @@
+//! What an extension does reaches the host in the order it did it (issue 21): the actions pi
+//! runs inside the handler (`setSessionName`, `sendMessage`, `appendEntry`) come out before the
+//! display request the handler makes next, whether the loop is idle or a run streams.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tau_mock_llm::{BackgroundMock, MockServer, Reply};
+use tau_test_kit::Tau;
+
+use crate::{mock_models, ready_tau, tau};
+
+fn start() -> (BackgroundMock, Tau) {
+    let mock = MockServer::start_background().unwrap();
+    let fixture = format!(
+        "{}/tests/fixtures/extensions/order.ts",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let t = ready_tau(
+        tau()
+            .agent_file("models.json", mock_models(&mock))
+            .arg("--no-session")
+            .arg("-e")
+            .arg(fixture),
+    );
+    (mock, t)
+}
+
+/// A short name for each record up to the response to `id` (or `agent_settled`).
+fn records_until(t: &mut Tau, stop: impl Fn(&Value) -> bool) -> Vec<String> {
+    let mut seen = Vec::new();
+    loop {
+        let record = t
+            .next_record(Duration::from_secs(30))
+            .expect("a record within 30 s");
+        let json = record.json.expect("JSON");
+        let name = match json["type"].as_str().unwrap_or_default() {
+            "extension_ui_request" => format!(
+                "ui:{}:{}",
+                json["method"].as_str().unwrap_or_default(),
+                json["message"]
+                    .as_str()
+                    .or(json["statusText"].as_str())
+                    .unwrap_or_default()
+            ),
+            "message_start" | "message_end" => format!(
+                "{}:{}",
+                json["type"].as_str().unwrap_or_default(),
+                json["message"]["role"].as_str().unwrap_or_default()
+            ),
+            other => other.to_string(),
+        };
+        let done = stop(&json);
+        seen.push(name);
+        if done {
+            return seen;
+        }
+    }
+}
+
+fn position(seen: &[String], name: &str) -> usize {
+    seen.iter()
+        .position(|s| s == name)
+        .unwrap_or_else(|| panic!("{name} in {seen:?}"))
+}
+
+#[test]
+fn a_name_then_a_notice_come_out_in_that_order() {
+    let (_mock, mut t) = start();
+    for round in 0..10 {
+        let id = format!("n{round}");
+        t.send(&json!({"id": id, "type": "prompt", "message": "/name-then-notify"}));
+        let seen = records_until(&mut t, |r| r["type"] == "response" && r["id"] == id);
+        assert!(
+            position(&seen, "session_info_changed") < position(&seen, "ui:notify:after the name"),
+            "{seen:?}"
+        );
+    }
+}
+
+#[test]
+fn a_message_then_a_status_come_out_in_that_order() {
+    let (_mock, mut t) = start();
+    for round in 0..10 {
+        let id = format!("m{round}");
+        t.send(&json!({"id": id, "type": "prompt", "message": "/message-then-status"}));
+        let seen = records_until(&mut t, |r| r["type"] == "response" && r["id"] == id);
+        assert!(
+            position(&seen, "message_end:custom")
+                < position(&seen, "ui:setStatus:after the message"),
+            "{seen:?}"
+        );
+    }
+}
+
+#[test]
+fn an_entry_is_recorded_before_the_handler_goes_on() {
+    let (_mock, mut t) = start();
+    t.send(&json!({"id": "e", "type": "prompt", "message": "/entry-then-widget"}));
+    records_until(&mut t, |r| r["type"] == "response" && r["id"] == "e");
+    let entries = t.request(json!({"id": "g", "type": "get_entries"}));
+    let entries = entries["data"]["entries"].as_array().unwrap().clone();
+    let mark = entries
+        .iter()
+        .find(|e| e["type"] == "custom" && e["customType"] == "mark")
+        .expect("the appended entry");
+    let label = entries
+        .iter()
+        .find(|e| e["type"] == "label")
+        .expect("the label");
+    assert_eq!(
+        label["targetId"], mark["id"],
+        "the label is on the entry just appended"
+    );
+}
+
+#[test]
+fn in_a_run_the_name_and_the_notice_keep_their_order() {
+    let (mock, mut t) = start();
+    mock.push(Reply::new().tool_call("call_1", "bash", json!({"command": "true"})));
+    mock.push(Reply::text("done"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let seen = records_until(&mut t, |r| r["type"] == "agent_settled");
+    assert!(
+        position(&seen, "session_info_changed")
+            < position(&seen, "ui:notify:after the name in a run"),
+        "{seen:?}"
+    );
+}
