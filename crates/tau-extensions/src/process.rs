@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tau_protocol::extension::{FromExtension, Reply, ToExtension};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -169,11 +169,32 @@ impl Process {
         let prefix = format!("[{label}] ");
         tokio::spawn(async move {
             // Extension diagnostics are the user's to see, as pi shows them: copied to
-            // tau's stderr line by line, each naming its extension.
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                use std::io::Write;
-                let _ = writeln!(std::io::stderr().lock(), "{prefix}{line}");
+            // tau's stderr as they come, each line naming its extension. Not held back until
+            // a newline: a terminal escape written without one (a desktop notification, a
+            // title) must reach the terminal when written, as it does in pi.
+            use std::io::Write;
+            let mut stderr = stderr;
+            let mut chunk = vec![0u8; 8192];
+            let mut at_line_start = true;
+            loop {
+                let read = match stderr.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => read,
+                };
+                let mut out = Vec::with_capacity(read + prefix.len());
+                for piece in chunk[..read].split_inclusive(|&b| b == b'\n') {
+                    if at_line_start {
+                        out.extend_from_slice(prefix.as_bytes());
+                    }
+                    out.extend_from_slice(piece);
+                    at_line_start = piece.ends_with(b"\n");
+                }
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(&out);
+                let _ = err.flush();
+            }
+            if !at_line_start {
+                let _ = std::io::stderr().lock().write_all(b"\n");
             }
         });
 

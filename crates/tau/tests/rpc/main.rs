@@ -31,6 +31,7 @@ mod retry;
 mod sessions;
 mod settings;
 mod state;
+mod third_party;
 mod todos;
 mod trust;
 
