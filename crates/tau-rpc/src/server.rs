@@ -107,6 +107,9 @@ pub struct RpcServer {
     /// Extension commands running beside the loop, and a signal when one has answered.
     commands_in_flight: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     command_answered: std::sync::Arc<tokio::sync::Notify>,
+    /// Extension commands whose `prompt` response is not written yet: a run their handler
+    /// starts waits for them, as in pi.
+    responses_pending: std::sync::Arc<tokio::sync::watch::Sender<usize>>,
 }
 
 impl RpcServer {
@@ -122,7 +125,16 @@ impl RpcServer {
             shutdown_after_commands: false,
             commands_in_flight: std::sync::Arc::default(),
             command_answered: std::sync::Arc::default(),
+            responses_pending: std::sync::Arc::new(tokio::sync::watch::Sender::new(0)),
         }
+    }
+
+    /// Resolves once every extension command running has written its `prompt` response.
+    fn responses_written(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        let mut pending = self.responses_pending.subscribe();
+        Box::pin(async move {
+            let _ = pending.wait_for(|n| *n == 0).await;
+        })
     }
 
     fn commands_in_flight(&self) -> usize {
@@ -243,6 +255,15 @@ impl RpcServer {
         }
         let fields = &request.frame.fields;
         let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_string);
+        let may_start_run = matches!(
+            request.frame.action.as_str(),
+            "send_user_message" | "send_message"
+        );
+        let gated = may_start_run && *self.responses_pending.borrow() > 0;
+        if gated {
+            let gate = self.responses_written();
+            self.session.gate_next_run(gate);
+        }
         let outcome: Result<Value, String> = match request.frame.action.as_str() {
             "set_thinking_level" => match text("level").and_then(|l| l.parse().ok()) {
                 Some(level) => {
@@ -360,6 +381,9 @@ impl RpcServer {
                 };
                 extensions.report(path, &request.frame.action, error).await;
             }
+        }
+        if gated {
+            self.session.clear_run_gate();
         }
         request.reply(outcome);
         self.session.refresh_extension_state();
@@ -631,11 +655,17 @@ impl RpcServer {
         let sink = self.sink.clone();
         let in_flight = std::sync::Arc::clone(&self.commands_in_flight);
         let answered = std::sync::Arc::clone(&self.command_answered);
+        let pending = std::sync::Arc::clone(&self.responses_pending);
         in_flight.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        pending.send_modify(|n| *n += 1);
         tokio::spawn(async move {
             extensions.run_command(&command, &args, None).await;
+            // What the handler did is carried out and written first (its `sendMessage` is
+            // on stdout before this answer, as in pi); a run it started waits for the answer
+            // before its first event (the gate `apply_action` sets).
             extensions.actions_applied().await;
             sink.emit_line(done(id, name)).await;
+            pending.send_modify(|n| *n = n.saturating_sub(1));
             in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             answered.notify_one();
         });

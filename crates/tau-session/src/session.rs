@@ -876,6 +876,18 @@ impl AgentSession {
         self.system_prompt(&self.run_tools())
     }
 
+    /// Makes the next run this session starts wait for `gate` before its first event, until
+    /// [`AgentSession::clear_run_gate`]: an extension command's `sendUserMessage` starts a run
+    /// that pi begins only after the command's `prompt` is answered.
+    pub fn gate_next_run(&mut self, gate: futures_util::future::BoxFuture<'static, ()>) {
+        self.runs.gate_next(gate);
+    }
+
+    /// Drops the gate of [`AgentSession::gate_next_run`] if no run took it.
+    pub fn clear_run_gate(&mut self) {
+        self.runs.clear_gate();
+    }
+
     fn start_run(&mut self, prompts: Vec<AgentMessage>) {
         self.start_run_with(prompts, None);
     }

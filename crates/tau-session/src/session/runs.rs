@@ -44,9 +44,20 @@ pub(crate) struct RunServices {
 }
 
 /// The session's run task, if one is under way.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Runs {
     active: Option<ActiveRun>,
+    /// What the next run waits for before it writes anything (see [`Runs::gate_next`]).
+    gate: Option<futures_util::future::BoxFuture<'static, ()>>,
+}
+
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runs")
+            .field("active", &self.active)
+            .field("gated", &self.gate.is_some())
+            .finish()
+    }
 }
 
 impl Runs {
@@ -103,16 +114,35 @@ impl Runs {
     /// Starts a run of `prompts` on its own task.
     pub fn start(&mut self, spec: RunSpec, prompts: Vec<AgentMessage>, services: RunServices) {
         let context_window = spec.model.context_window;
+        let gate = self.gate.take();
         self.launch(
             services,
             context_window,
             false,
             |host, summarizer, todos, cancel, running| {
-                tokio::spawn(drive(
-                    spec, prompts, host, summarizer, todos, cancel, running,
-                ))
+                tokio::spawn(async move {
+                    if let Some(gate) = gate {
+                        tokio::select! {
+                            () = gate => {}
+                            () = cancel.cancelled() => {}
+                        }
+                    }
+                    drive(spec, prompts, host, summarizer, todos, cancel, running).await;
+                })
             },
         );
+    }
+
+    /// Makes the next run started wait for `gate` before it writes its first event (it is
+    /// streaming from the start all the same). A front-end uses it to answer the command
+    /// that caused the run first, as pi does (its run starts after the command's answer).
+    pub fn gate_next(&mut self, gate: futures_util::future::BoxFuture<'static, ()>) {
+        self.gate = Some(gate);
+    }
+
+    /// Drops a gate no run took.
+    pub fn clear_gate(&mut self) {
+        self.gate = None;
     }
 
     /// Starts a `compact` command on the run task's slot, so that it is aborted, waited for

@@ -127,3 +127,23 @@ fn in_a_run_the_name_and_the_notice_keep_their_order() {
         "{seen:?}"
     );
 }
+
+/// A command whose handler starts a run: pi answers the `prompt` first, then the run begins.
+#[test]
+fn a_command_that_starts_a_run_is_answered_before_the_run_begins() {
+    let (mock, mut t) = start();
+    for round in 0..5 {
+        mock.push(Reply::text(format!("reply {round}")));
+        let id = format!("r{round}");
+        t.send(&json!({"id": id, "type": "prompt", "message": "/start-run"}));
+        let seen = records_until(&mut t, |r| r["type"] == "agent_settled");
+        assert!(
+            position(&seen, "ui:notify:run asked") < position(&seen, "response"),
+            "{seen:?}"
+        );
+        assert!(
+            position(&seen, "response") < position(&seen, "agent_start"),
+            "{seen:?}"
+        );
+    }
+}
