@@ -72,6 +72,10 @@ function serve(frame, kind, work) {
 		.finally(() => closeScope(scope));
 }
 
+// A write to a model object an extension was handed (docs/extensions.md §4 `update_model`).
+host.mirror.onModelWrite = (provider, modelId, patch) =>
+	send({ type: "action", extension: HOST_PATH, action: "update_model", provider, modelId, patch });
+
 function onFrame(frame) {
 	// State rides on the frame that needs it, so it is applied before anything reads it, and in
 	// arrival order even though requests then run concurrently.

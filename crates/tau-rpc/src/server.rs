@@ -344,6 +344,23 @@ impl RpcServer {
                     .map_err(|e| e.to_string()),
                 _ => Err("register_provider needs a name and a config".into()),
             },
+            // A write to a model object the host handed out (docs/extensions.md §4).
+            "update_model" => match (
+                text("provider"),
+                text("modelId"),
+                fields.get("patch").and_then(Value::as_object),
+            ) {
+                (Some(provider), Some(model), Some(patch)) => {
+                    tau_ai::registry::ModelPatch::from_json(patch).and_then(|patch| {
+                        if self.session.patch_model(&provider, &model, &patch) {
+                            Ok(Value::Null)
+                        } else {
+                            Err(format!("update_model: no model {provider}/{model}"))
+                        }
+                    })
+                }
+                _ => Err("update_model needs a provider, a modelId and a patch".into()),
+            },
             "unregister_provider" => match text("name") {
                 Some(name) => {
                     self.session.unregister_provider(&name);
@@ -1349,17 +1366,8 @@ where
             code = &mut shutdown => break ExitReason::Signal(code),
             _ = &mut failed_rx => break ExitReason::OutputFailed,
             () = server.run_finished(), if server.holds_prompt() => server.release_held().await,
-            discovered = async {
-                match startup.as_mut() {
-                    Some(task) => task.await.unwrap_or_default(),
-                    None => std::future::pending().await,
-                }
-            }, if startup.is_some() => {
-                startup = None;
-                let (skills, prompts) = discovered;
-                server.session.add_resource_paths(skills, prompts);
-                server.release_held().await;
-            }
+            // Before the end of start-up: what `session_start` handlers did is in place
+            // before the commands that waited for it are handled, as in pi.
             Some(action) = async {
                 match actions.as_mut() {
                     Some(actions) => actions.recv().await,
@@ -1376,6 +1384,17 @@ where
                     let _ = done.send(());
                 }
             },
+            discovered = async {
+                match startup.as_mut() {
+                    Some(task) => task.await.unwrap_or_default(),
+                    None => std::future::pending().await,
+                }
+            }, if startup.is_some() => {
+                startup = None;
+                let (skills, prompts) = discovered;
+                server.session.add_resource_paths(skills, prompts);
+                server.release_held().await;
+            }
             () = command_answered.notified(), if server.shutdown_requested => {}
             line = in_rx.recv() => match line {
                 Some(line) if startup.is_some() => server.defer_line(&line).await,

@@ -63,6 +63,27 @@ impl ModelChoice {
         &mut self.registry
     }
 
+    /// An extension's change to a model object (`ctx.model.contextWindow = …`): in the
+    /// registry, and in the current model when it is that one. False for an unknown model.
+    pub fn patch_model(
+        &mut self,
+        provider: &str,
+        id: &str,
+        patch: &tau_ai::registry::ModelPatch,
+    ) -> bool {
+        if !self.registry.patch_model(provider, id, patch) {
+            return false;
+        }
+        if let Some(model) = self
+            .model
+            .as_mut()
+            .filter(|m| m.provider == provider && m.id == id)
+        {
+            patch.apply(model);
+        }
+        true
+    }
+
     /// The thinking levels the current model supports (only `off` without a model).
     pub fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
         supported_levels(self.model.as_ref())

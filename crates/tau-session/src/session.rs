@@ -1004,6 +1004,16 @@ impl AgentSession {
             .map_err(|e| SessionError::Store(e.to_string()))
     }
 
+    /// An extension's write to a model object (`update_model`); false for an unknown model.
+    pub fn patch_model(
+        &mut self,
+        provider: &str,
+        id: &str,
+        patch: &tau_ai::registry::ModelPatch,
+    ) -> bool {
+        self.models.patch_model(provider, id, patch)
+    }
+
     pub fn unregister_provider(&mut self, name: &str) {
         self.models.registry_mut().unregister_provider(name);
     }

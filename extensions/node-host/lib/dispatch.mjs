@@ -18,6 +18,12 @@ export async function dispatchEvent(host, instance, event, scope) {
 	const handlers = instance.handlers.get(event.type) ?? [];
 	if (handlers.length === 0) return null;
 	if (event.type === "project_trust") return projectTrust(instance, event, handlers);
+	// pi's `model_select` carries the registry's own model objects: the same ones
+	// `ctx.model` and `getAll()` hand out (an extension keys maps by them).
+	if (event.type === "model_select") {
+		if (event.model) event.model = host.mirror.modelObject(event.model);
+		if (event.previousModel) event.previousModel = host.mirror.modelObject(event.previousModel);
+	}
 	const ctx = createContext(host, instance, scope);
 	const rule = RULES[event.type] ?? (SESSION_BEFORE.has(event.type) ? sessionBefore : observe);
 	return rule({ host, instance, event, scope, ctx, handlers });

@@ -4,6 +4,9 @@
 
 import { randomUUID } from "node:crypto";
 
+/** The model fields tau keeps an extension's writes to (tau's `ModelPatch`). */
+const MODEL_FIELDS = new Set(["name", "reasoning", "contextWindow", "maxTokens"]);
+
 export class Mirror {
 	constructor() {
 		this.cwd = process.cwd();
@@ -26,6 +29,16 @@ export class Mirror {
 		this.projectTrusted = true;
 		this.availableModels = [];
 		this.allModels = [];
+		// Model objects as pi hands them out: one per provider and id for the life of the
+		// process (extensions key maps by them), and a write to a field tau keeps reaches tau
+		// (`update_model`), as a write to pi's registry object changes pi's session.
+		this.modelTargets = new Map();
+		this.modelObjects = new Map();
+		// Writes tau has not echoed yet, by model: a state built before tau applied them does
+		// not undo them.
+		this.modelWrites = new Map();
+		/** Set by the host: reports a write, `(provider, id, patch)`. */
+		this.onModelWrite = undefined;
 		this.entries = [];
 		this.byId = new Map();
 		// Entries this process appended that tau's `entries.append` has not carried back yet.
@@ -64,9 +77,10 @@ export class Mirror {
 			systemPrompt: (v) => v ?? "",
 			systemPromptOptions: (v) => v ?? undefined,
 			projectTrusted: (v) => v !== false,
-			availableModels: (v) => (Array.isArray(v) ? v : []),
-			allModels: (v) => (Array.isArray(v) ? v : []),
+			availableModels: (v) => (Array.isArray(v) ? v.map((m) => this.modelObject(m)) : []),
+			allModels: (v) => (Array.isArray(v) ? v.map((m) => this.modelObject(m)) : []),
 		};
+		plain.model = (v) => (v ? this.modelObject(v) : undefined);
 		// tau sends states in order; one that is not newer than the last (a bug, or a frame
 		// replayed) may only add entries, never move the values back.
 		const stale = typeof state.version === "number" && state.version <= this.version;
@@ -79,6 +93,40 @@ export class Mirror {
 		if (state.entries && typeof state.entries === "object") this.applyEntries(state.entries, stale);
 		if (!stale && Object.hasOwn(state, "leafId")) this.leafId = state.leafId ?? null;
 		this.rebasePending();
+	}
+
+	/** The one object for the model `json` describes, brought up to date in place. */
+	modelObject(json) {
+		if (!json || typeof json !== "object") return json;
+		const key = `${json.provider}\u0000${json.id}`;
+		let target = this.modelTargets.get(key);
+		if (!target) {
+			target = {};
+			this.modelTargets.set(key, target);
+			this.modelObjects.set(key, new Proxy(target, { set: (t, field, value) => this.writeModel(key, t, field, value) }));
+		}
+		if (json !== target && json !== this.modelObjects.get(key)) {
+			for (const field of Object.keys(target)) if (!Object.hasOwn(json, field)) delete target[field];
+			Object.assign(target, json);
+			const pending = this.modelWrites.get(key);
+			for (const [field, value] of Object.entries(pending ?? {})) {
+				if (json[field] === value) delete pending[field];
+				else target[field] = value;
+			}
+		}
+		return this.modelObjects.get(key);
+	}
+
+	writeModel(key, target, field, value) {
+		const before = target[field];
+		target[field] = value;
+		if (MODEL_FIELDS.has(field) && before !== value && this.onModelWrite) {
+			const pending = this.modelWrites.get(key) ?? {};
+			pending[field] = value;
+			this.modelWrites.set(key, pending);
+			this.onModelWrite(target.provider, target.id, { [field]: value });
+		}
+		return true;
 	}
 
 	/** Puts the entries still waiting for tau's echo after tau's leaf, in the order appended. */

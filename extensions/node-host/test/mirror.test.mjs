@@ -54,3 +54,34 @@ describe("the mirror", () => {
 		assert.deepEqual(branchIds(mirror), ["u1", "a1"]);
 	});
 });
+
+describe("model objects", () => {
+	const big = { provider: "mock", id: "big", name: "Big", contextWindow: 1000000, maxTokens: 1000 };
+
+	test("one object per model, in ctx.model and the lists alike, across states", () => {
+		const mirror = new Mirror();
+		mirror.apply({ version: 1, model: big, allModels: [big], availableModels: [big] });
+		const first = mirror.model;
+		assert.equal(mirror.allModels[0], first);
+		assert.equal(mirror.availableModels[0], first);
+		mirror.apply({ version: 2, model: { ...big, name: "Bigger" } });
+		assert.equal(mirror.model, first, "the same object, brought up to date");
+		assert.equal(first.name, "Bigger");
+	});
+
+	test("a write to a field tau keeps is reported once and survives a state built before it", () => {
+		const mirror = new Mirror();
+		const writes = [];
+		mirror.onModelWrite = (provider, id, patch) => writes.push({ provider, id, patch });
+		mirror.apply({ version: 1, model: big, allModels: [big] });
+		mirror.model.contextWindow = 200000;
+		mirror.model.contextWindow = 200000;
+		mirror.model.note = "mine"; // not a model field tau keeps: stays local
+		assert.deepEqual(writes, [{ provider: "mock", id: "big", patch: { contextWindow: 200000 } }]);
+		mirror.apply({ version: 2, model: big });
+		assert.equal(mirror.model.contextWindow, 200000, "a state from before the write does not undo it");
+		mirror.apply({ version: 3, model: { ...big, contextWindow: 200000 } });
+		mirror.apply({ version: 4, model: { ...big, contextWindow: 300000 } });
+		assert.equal(mirror.model.contextWindow, 300000, "once echoed, tau's later values apply");
+	});
+});

@@ -11,6 +11,7 @@ mod auth;
 mod catalog;
 mod matching;
 mod models_json;
+mod patch;
 mod schema;
 
 use std::borrow::Cow;
@@ -26,6 +27,7 @@ use tau_protocol::{Model, ThinkingLevel};
 pub use auth::{ApiKey, env_vars_for};
 pub use catalog::{DEFAULT_MODEL_PER_PROVIDER, builtin_models, default_model_id};
 pub use models_json::ModelsJsonError;
+pub use patch::ModelPatch;
 
 use auth::{AuthFile, COMMAND_TIMEOUT, ConfigValue, Credential};
 use matching::{SuffixMode, parse_model_pattern, split_level_suffix};
@@ -136,6 +138,8 @@ pub struct Registry {
     /// Providers extensions registered (`pi.registerProvider`), in the order given; each is a
     /// models.json provider entry laid over the file's.
     extension_providers: Vec<(String, serde_json::Value)>,
+    /// Extensions' changes to model objects, by provider and id, laid over every load.
+    model_patches: Vec<((String, String), ModelPatch)>,
     loaded: OnceLock<Loaded>,
 }
 
@@ -165,6 +169,7 @@ impl Registry {
             command_cache: Mutex::new(HashMap::new()),
             command_timeout: COMMAND_TIMEOUT,
             extension_providers: Vec::new(),
+            model_patches: Vec::new(),
             loaded: OnceLock::new(),
         }
     }
@@ -209,6 +214,29 @@ impl Registry {
         Ok(())
     }
 
+    /// An extension's change to a model object in place (see [`ModelPatch`]); false when no
+    /// model has this provider and id. Kept across reloads.
+    pub fn patch_model(&mut self, provider: &str, id: &str, patch: &ModelPatch) -> bool {
+        if self.find_any(provider, id).is_none() {
+            return false;
+        }
+        let key = (provider.to_string(), id.to_string());
+        match self.model_patches.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, earlier)) => earlier.merge(patch),
+            None => self.model_patches.push((key, patch.clone())),
+        }
+        if let Some(loaded) = self.loaded.get_mut()
+            && let Some(model) = loaded
+                .models
+                .to_mut()
+                .iter_mut()
+                .find(|m| m.provider == provider && m.id == id)
+        {
+            patch.apply(model);
+        }
+        true
+    }
+
     /// `pi.unregisterProvider`: the provider's registration is forgotten (built-in models and
     /// `models.json` entries of that name stay).
     pub fn unregister_provider(&mut self, name: &str) {
@@ -236,7 +264,16 @@ impl Registry {
                 Ok(custom) => (custom, None),
                 Err(err) => (models_json::load_extra(builtins, extra), Some(err)),
             };
-            let models = models_json::merge(builtins, custom.as_ref());
+            let mut models = models_json::merge(builtins, custom.as_ref());
+            for ((provider, id), patch) in &self.model_patches {
+                if let Some(model) = models
+                    .to_mut()
+                    .iter_mut()
+                    .find(|m| &m.provider == provider && &m.id == id)
+                {
+                    patch.apply(model);
+                }
+            }
             let (requests, model_headers) = custom
                 .map(|c| (c.requests, c.model_headers))
                 .unwrap_or_default();

@@ -431,10 +431,8 @@ fn context_cap_reports_and_toggles_the_cap() {
 
 /// pi 0.79 hands extensions its live model objects, so the cap the extension writes into
 /// `model.contextWindow` is the session's: `get_state` (and auto-compaction) see 200k. tau's
-/// host hands out copies, so the core keeps 1M. Fixing it needs the host to report model
-/// changes to the core (a protocol action in tau-extensions / tau-rpc), not the host alone.
+/// host reports such writes to the core (`update_model`); before that the core kept 1M.
 #[test]
-#[ignore = "differs from pi 0.79: extensions' writes to model objects do not reach tau's core"]
 fn context_cap_changes_the_window_the_session_uses() {
     let (_mock, mut t) = start_context_cap();
     let state = t.request(json!({"type": "get_state"}));
