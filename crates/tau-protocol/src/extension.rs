@@ -147,6 +147,116 @@ pub struct ActionFrame {
     pub fields: Map<String, Value>,
 }
 
+impl ActionFrame {
+    /// What the frame asks, typed; an unknown action or a field of the wrong shape is an
+    /// error naming the action.
+    pub fn parse(&self) -> Result<ExtensionAction, String> {
+        let mut object = self.fields.clone();
+        object.insert("action".into(), Value::String(self.action.clone()));
+        ExtensionAction::deserialize(Value::Object(object))
+            .map_err(|err| format!("{}: {err}", self.action))
+    }
+}
+
+/// What an `action` frame asks of tau (docs/extensions.md §4), by its `action` name: the
+/// `pi.*` and `ctx.*` calls that change tau's state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(
+    tag = "action",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ExtensionAction {
+    /// `pi.setSessionName`.
+    SetSessionName { name: String },
+    /// `pi.appendEntry`; `entryId` is the id the process chose for it.
+    AppendEntry {
+        custom_type: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        entry_id: Option<String>,
+    },
+    /// `pi.setLabel` (no label clears it).
+    SetLabel {
+        entry_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+    },
+    /// `pi.setThinkingLevel`.
+    SetThinkingLevel { level: crate::ThinkingLevel },
+    /// `pi.setModel`: answered `true` when the model was selected.
+    SetModel { provider: String, model_id: String },
+    /// `pi.sendUserMessage`: a string or text and image blocks.
+    SendUserMessage {
+        content: crate::UserContent,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deliver_as: Option<String>,
+    },
+    /// `pi.sendMessage`: a custom message (`customType`, `content`, `display`, `details`).
+    SendMessage {
+        message: Value,
+        #[serde(default)]
+        trigger_turn: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deliver_as: Option<String>,
+    },
+    /// `pi.setActiveTools`.
+    SetActiveTools { names: Vec<String> },
+    /// `ctx.abort()`.
+    Abort,
+    /// `ctx.compact()`.
+    Compact {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        custom_instructions: Option<String>,
+    },
+    /// `ctx.newSession()` (a command context's).
+    NewSession {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_session: Option<String>,
+    },
+    /// `ctx.switchSession()`.
+    SwitchSession { session_path: String },
+    /// `ctx.fork()`: from `entryId`, or a clone of the branch with `position: "at"`.
+    Fork {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        entry_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        position: Option<String>,
+    },
+    /// `ctx.navigateTree()`.
+    NavigateTree {
+        target_id: String,
+        #[serde(default)]
+        summarize: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        custom_instructions: Option<String>,
+        #[serde(default)]
+        replace_instructions: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+    },
+    /// `pi.registerProvider` (its data members).
+    RegisterProvider { name: String, config: Value },
+    /// `pi.unregisterProvider`.
+    UnregisterProvider { name: String },
+    /// A write to a model object the process handed out (`name`, `reasoning`,
+    /// `contextWindow`, `maxTokens`).
+    UpdateModel {
+        provider: String,
+        model_id: String,
+        patch: Map<String, Value>,
+    },
+    /// `ctx.reload()`.
+    Reload,
+    /// `ctx.shutdown()`.
+    Shutdown,
+    /// The whole mirror, entries included.
+    GetState,
+    /// `ctx.waitForIdle()`.
+    WaitForIdle,
+}
+
 /// `register`: registrations made after `initialize`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegisterFrame {
@@ -309,6 +419,62 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&reply).unwrap_or_default(),
             json!({"type": "response", "id": "9", "result": {"id": "e1"}})
+        );
+    }
+
+    fn action(frame: Value) -> Result<ExtensionAction, String> {
+        serde_json::from_value::<FromExtension>(frame)
+            .map_err(|e| e.to_string())
+            .and_then(|frame| match frame {
+                FromExtension::Action(action) => action.parse(),
+                other => Err(format!("not an action: {other:?}")),
+            })
+    }
+
+    #[test]
+    fn action_frames_parse_into_their_typed_action() {
+        assert_eq!(
+            action(json!({"type": "action", "id": "h1", "extension": "/x.ts",
+                "action": "append_entry", "customType": "mark", "data": {"n": 1},
+                "entryId": "a1b2c3d4"})),
+            Ok(ExtensionAction::AppendEntry {
+                custom_type: "mark".into(),
+                data: Some(json!({"n": 1})),
+                entry_id: Some("a1b2c3d4".into()),
+            })
+        );
+        assert_eq!(
+            action(
+                json!({"type": "action", "extension": "/x.ts", "action": "send_message",
+                "message": {"customType": "note", "content": "hi"}})
+            ),
+            Ok(ExtensionAction::SendMessage {
+                message: json!({"customType": "note", "content": "hi"}),
+                trigger_turn: false,
+                deliver_as: None,
+            })
+        );
+        assert_eq!(
+            action(json!({"type": "action", "extension": "/x.ts", "action": "shutdown"})),
+            Ok(ExtensionAction::Shutdown)
+        );
+    }
+
+    #[test]
+    fn a_malformed_or_unknown_action_is_an_error_naming_it() {
+        let missing = action(json!({"type": "action", "extension": "/x.ts",
+            "action": "set_label"}));
+        assert!(
+            matches!(&missing, Err(e) if e.starts_with("set_label: ") && e.contains("entryId")),
+            "{missing:?}"
+        );
+        let level = action(json!({"type": "action", "extension": "/x.ts",
+            "action": "set_thinking_level", "level": "loud"}));
+        assert!(matches!(&level, Err(e) if e.starts_with("set_thinking_level: ")));
+        let unknown = action(json!({"type": "action", "extension": "/x.ts", "action": "fly"}));
+        assert!(
+            matches!(&unknown, Err(e) if e.starts_with("fly: ")),
+            "{unknown:?}"
         );
     }
 }

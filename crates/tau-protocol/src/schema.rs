@@ -34,6 +34,9 @@ pub fn protocol_schema() -> Value {
         schema_of(&mut generator, subschema::<HostToolCall>),
         schema_of(&mut generator, subschema::<HostToolCancel>),
     ];
+    // Not a stdin or stdout record: the `action` frames of the extension processes'
+    // protocol (docs/extensions.md §4), which their hosts can check themselves against.
+    generator.subschema_for::<crate::extension::ExtensionAction>();
     let data = RpcCommand::response_data_schemas(&mut generator);
     let mut defs: Map<String, Value> = generator.take_definitions(true);
     defs.insert("Response".into(), response_schema(data));

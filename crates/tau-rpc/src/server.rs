@@ -10,6 +10,7 @@ use std::io::{BufReader, Read, Write};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tau_protocol::ImageContent;
+use tau_protocol::extension::ExtensionAction;
 use tau_session::{
     AgentSession, EventSink, InputSource, Outbound, QueueAs, SessionError, Submitted,
 };
@@ -253,157 +254,165 @@ impl RpcServer {
             request.reply(outcome);
             return;
         }
-        let fields = &request.frame.fields;
-        let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_string);
+        let action = match request.frame.parse() {
+            Ok(action) => action,
+            Err(error) => {
+                self.report_unanswered(&request, &error).await;
+                request.reply(Err(error));
+                return;
+            }
+        };
         let may_start_run = matches!(
-            request.frame.action.as_str(),
-            "send_user_message" | "send_message"
+            action,
+            ExtensionAction::SendUserMessage { .. } | ExtensionAction::SendMessage { .. }
         );
         let gated = may_start_run && *self.responses_pending.borrow() > 0;
         if gated {
             let gate = self.responses_written();
             self.session.gate_next_run(gate);
         }
-        let outcome: Result<Value, String> = match request.frame.action.as_str() {
-            "set_thinking_level" => match text("level").and_then(|l| l.parse().ok()) {
-                Some(level) => {
-                    self.session.set_thinking_level(level).await;
-                    Ok(Value::Null)
-                }
-                None => Err("set_thinking_level needs a valid level".into()),
-            },
-            "set_model" => match (text("provider"), text("modelId")) {
-                (Some(provider), Some(model)) => Ok(Value::Bool(
-                    self.session.set_model(&provider, &model).await.is_ok(),
-                )),
-                _ => Err("set_model needs a provider and a modelId".into()),
-            },
-            "send_user_message" => self.send_user_message(fields).await,
-            "send_message" => match fields
-                .get("message")
-                .map(tau_session::extension_hooks::custom_message)
-            {
-                Some(Ok(message)) => self
+        let outcome: Result<Value, String> = match action {
+            ExtensionAction::SetThinkingLevel { level } => {
+                self.session.set_thinking_level(level).await;
+                Ok(Value::Null)
+            }
+            ExtensionAction::SetModel { provider, model_id } => Ok(Value::Bool(
+                self.session.set_model(&provider, &model_id).await.is_ok(),
+            )),
+            ExtensionAction::SendUserMessage {
+                content,
+                deliver_as,
+            } => self.send_user_message(content, deliver_as.as_deref()).await,
+            ExtensionAction::SendMessage {
+                message,
+                trigger_turn,
+                deliver_as,
+            } => match tau_session::extension_hooks::custom_message(&message) {
+                Ok(message) => self
                     .session
-                    .send_custom_message(
-                        message,
-                        fields.get("triggerTurn").and_then(Value::as_bool) == Some(true),
-                        text("deliverAs").as_deref(),
-                    )
+                    .send_custom_message(message, trigger_turn, deliver_as.as_deref())
                     .await
                     .map(|()| Value::Null)
                     .map_err(|e| e.to_string()),
-                Some(Err(err)) => Err(format!("send_message: malformed message: {err}")),
-                None => Err("send_message needs a message".into()),
+                Err(err) => Err(format!("send_message: malformed message: {err}")),
             },
-            "set_active_tools" => match fields.get("names").and_then(Value::as_array) {
-                Some(names) => {
-                    let names = names
-                        .iter()
-                        .filter_map(|n| n.as_str().map(str::to_string))
-                        .collect();
-                    self.session.set_active_tools(names);
-                    Ok(Value::Null)
-                }
-                None => Err("set_active_tools needs names".into()),
-            },
-            "abort" => {
+            ExtensionAction::SetActiveTools { names } => {
+                self.session.set_active_tools(names);
+                Ok(Value::Null)
+            }
+            ExtensionAction::Abort => {
                 self.session.abort().await;
                 Ok(Value::Null)
             }
-            // `ctx.compact()`: ends a running turn first, as pi does (ext §10.3.8).
             // The command context's session calls (ext §4.2), as the RPC commands with the same
             // extension events around them.
-            "new_session" | "switch_session" | "fork" => {
-                self.session_action(fields, &request.frame.action).await
+            ExtensionAction::NewSession { parent_session } => {
+                let mut command = json!({"type": "new_session"});
+                if let Some(parent) = parent_session {
+                    command["parentSession"] = parent.into();
+                }
+                self.session_action(command, "new_session").await
             }
-            "navigate_tree" => match text("targetId") {
-                Some(target) => {
-                    let options = tau_session::NavigateOptions {
-                        summarize: fields.get("summarize").and_then(Value::as_bool) == Some(true),
-                        custom_instructions: text("customInstructions"),
-                        replace_instructions: fields
-                            .get("replaceInstructions")
-                            .and_then(Value::as_bool)
-                            == Some(true),
-                        label: text("label"),
-                    };
-                    self.session
-                        .navigate_tree(&target, options)
-                        .await
-                        .map(|outcome| outcome.to_value())
-                        .map_err(|e| e.to_string())
-                }
-                None => Err("navigate_tree needs a targetId".into()),
-            },
-            "register_provider" => match (text("name"), fields.get("config")) {
-                (Some(name), Some(config)) => self
-                    .session
-                    .register_provider(&name, config.clone())
-                    .map(|()| Value::Null)
-                    .map_err(|e| e.to_string()),
-                _ => Err("register_provider needs a name and a config".into()),
-            },
+            ExtensionAction::SwitchSession { session_path } => {
+                let command = json!({"type": "switch_session", "sessionPath": session_path});
+                self.session_action(command, "switch_session").await
+            }
+            ExtensionAction::Fork { entry_id, position } => {
+                let command = if position.as_deref() == Some("at") {
+                    json!({"type": "clone"})
+                } else {
+                    json!({"type": "fork", "entryId": entry_id.unwrap_or_default()})
+                };
+                self.session_action(command, "fork").await
+            }
+            ExtensionAction::NavigateTree {
+                target_id,
+                summarize,
+                custom_instructions,
+                replace_instructions,
+                label,
+            } => {
+                let options = tau_session::NavigateOptions {
+                    summarize,
+                    custom_instructions,
+                    replace_instructions,
+                    label,
+                };
+                self.session
+                    .navigate_tree(&target_id, options)
+                    .await
+                    .map(|outcome| outcome.to_value())
+                    .map_err(|e| e.to_string())
+            }
+            ExtensionAction::RegisterProvider { name, config } => self
+                .session
+                .register_provider(&name, config)
+                .map(|()| Value::Null)
+                .map_err(|e| e.to_string()),
             // A write to a model object the host handed out (docs/extensions.md §4).
-            "update_model" => match (
-                text("provider"),
-                text("modelId"),
-                fields.get("patch").and_then(Value::as_object),
-            ) {
-                (Some(provider), Some(model), Some(patch)) => {
-                    tau_ai::registry::ModelPatch::from_json(patch).and_then(|patch| {
-                        if self.session.patch_model(&provider, &model, &patch) {
-                            Ok(Value::Null)
-                        } else {
-                            Err(format!("update_model: no model {provider}/{model}"))
-                        }
-                    })
-                }
-                _ => Err("update_model needs a provider, a modelId and a patch".into()),
-            },
-            "unregister_provider" => match text("name") {
-                Some(name) => {
-                    self.session.unregister_provider(&name);
+            ExtensionAction::UpdateModel {
+                provider,
+                model_id,
+                patch,
+            } => tau_ai::registry::ModelPatch::from_json(&patch).and_then(|patch| {
+                if self.session.patch_model(&provider, &model_id, &patch) {
                     Ok(Value::Null)
+                } else {
+                    Err(format!("update_model: no model {provider}/{model_id}"))
                 }
-                None => Err("unregister_provider needs a name".into()),
-            },
-            "reload" => {
+            }),
+            ExtensionAction::UnregisterProvider { name } => {
+                self.session.unregister_provider(&name);
+                Ok(Value::Null)
+            }
+            ExtensionAction::Reload => {
                 self.reload().await;
                 Ok(Value::Null)
             }
-            "shutdown" => {
+            ExtensionAction::Shutdown => {
                 self.shutdown_requested = true;
                 // Asked by a command's handler: its `prompt` is answered, then tau ends.
                 self.shutdown_after_commands = self.commands_in_flight() > 0;
                 Ok(Value::Null)
             }
-            "get_state" => Ok(self.session.extension_state_snapshot()),
-            "wait_for_idle" => {
+            ExtensionAction::GetState => Ok(self.session.extension_state_snapshot()),
+            ExtensionAction::WaitForIdle => {
                 self.session.wait_idle().await;
                 Ok(Value::Null)
             }
-            other => Err(format!(
-                "tau does not support the extension action \"{other}\" yet"
+            // Carried out above: `compact` beside the loop, the session-only ones by the
+            // session (where they arrive, or here when they queued).
+            ExtensionAction::Compact { .. }
+            | ExtensionAction::SetSessionName { .. }
+            | ExtensionAction::AppendEntry { .. }
+            | ExtensionAction::SetLabel { .. } => Err(format!(
+                "{}: not carried out by the input loop",
+                request.frame.action
             )),
         };
-        if let (Err(error), None) = (&outcome, &request.frame.id) {
-            // Nobody waits for the answer: the failure is reported as pi reports a rejected
-            // fire-and-forget call; pi names its runtime, not the extension, for the two
-            // message calls (ext §1.7).
-            if let Some(extensions) = self.session.extensions() {
-                let path = match request.frame.action.as_str() {
-                    "send_message" | "send_user_message" => "<runtime>",
-                    _ => request.extension.as_str(),
-                };
-                extensions.report(path, &request.frame.action, error).await;
-            }
+        if let Err(error) = &outcome {
+            self.report_unanswered(&request, error).await;
         }
         if gated {
             self.session.clear_run_gate();
         }
         request.reply(outcome);
         self.session.refresh_extension_state();
+    }
+
+    /// A failed action nobody waits for is reported as pi reports a rejected fire-and-forget
+    /// call; pi names its runtime, not the extension, for the two message calls (ext §1.7).
+    async fn report_unanswered(&self, request: &tau_extensions::ActionRequest, error: &str) {
+        if request.frame.id.is_some() {
+            return;
+        }
+        if let Some(extensions) = self.session.extensions() {
+            let path = match request.frame.action.as_str() {
+                "send_message" | "send_user_message" => "<runtime>",
+                _ => request.extension.as_str(),
+            };
+            extensions.report(path, &request.frame.action, error).await;
+        }
     }
 
     /// `ctx.compact()`: ends a running turn first, as pi does (ext §10.3.8), then compacts
@@ -483,29 +492,7 @@ impl RpcServer {
 
     /// `ctx.newSession()`, `ctx.switchSession()`, `ctx.fork()`: the RPC command of the same
     /// name, answered with its `data` (`{"cancelled"}`).
-    async fn session_action(
-        &mut self,
-        fields: &serde_json::Map<String, Value>,
-        action: &str,
-    ) -> Result<Value, String> {
-        let mut command = json!({"type": action});
-        match action {
-            "new_session" => {
-                if let Some(parent) = fields.get("parentSession") {
-                    command["parentSession"] = parent.clone();
-                }
-            }
-            "switch_session" => {
-                command["sessionPath"] = fields.get("sessionPath").cloned().unwrap_or_default()
-            }
-            _ => {
-                if fields.get("position").and_then(Value::as_str) == Some("at") {
-                    command = json!({"type": "clone"});
-                } else {
-                    command["entryId"] = fields.get("entryId").cloned().unwrap_or_default();
-                }
-            }
-        }
+    async fn session_action(&mut self, command: Value, action: &str) -> Result<Value, String> {
         let Inbound::Command { command, .. } = parse_line(command.to_string().as_bytes()) else {
             return Err(format!("{action}: malformed arguments"));
         };
@@ -525,16 +512,12 @@ impl RpcServer {
     /// needs `deliverAs`.
     async fn send_user_message(
         &mut self,
-        fields: &serde_json::Map<String, Value>,
+        content: tau_protocol::UserContent,
+        deliver_as: Option<&str>,
     ) -> Result<Value, String> {
         // pi flattens a content array: its texts joined by newlines, its images kept.
-        let content: tau_protocol::UserContent = fields
-            .get("content")
-            .cloned()
-            .and_then(|c| serde_json::from_value(c).ok())
-            .ok_or("send_user_message needs content (a string or text and image blocks)")?;
         let (text, images) = (content.text("\n"), content.images());
-        let queue_as = match fields.get("deliverAs").and_then(Value::as_str) {
+        let queue_as = match deliver_as {
             Some("steer") => Some(QueueAs::Steer),
             Some("followUp") => Some(QueueAs::FollowUp),
             _ => None,
@@ -968,8 +951,9 @@ impl RpcServer {
             RpcCommand::GetMessages(_) => session.with_messages(|messages| {
                 #[derive(Serialize)]
                 struct Borrowed<'a> {
-                    messages: &'a [tau_protocol::AgentMessage],
+                    messages: Vec<&'a tau_protocol::AgentMessage>,
                 }
+                let messages = messages.iter().map(|m| &**m).collect();
                 ok(id, name, &Borrowed { messages })
             }),
             RpcCommand::GetLastAssistantText(_) => ok(

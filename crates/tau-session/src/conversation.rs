@@ -23,7 +23,9 @@ pub(crate) struct Queued {
 
 #[derive(Debug, Default)]
 pub(crate) struct State {
-    pub messages: Vec<AgentMessage>,
+    /// The context; each message is shared with the session file's entry for it
+    /// (`EntryKind::Message`), so a long session is held once.
+    pub messages: Vec<Arc<AgentMessage>>,
     pub steering: VecDeque<Queued>,
     pub follow_up: VecDeque<Queued>,
     /// Queued texts a run has taken but not yet delivered (true: steering). pi reports a
@@ -170,6 +172,15 @@ impl Conversation {
             tracing::error!("cannot write the session file: {err}");
         }
     }
+}
+
+/// [`convert_to_llm`] over the shared context. It converts each message on its own (and
+/// clones it), so converting them one at a time gives the same list.
+pub(crate) fn context_to_llm(messages: &[Arc<AgentMessage>]) -> Vec<Message> {
+    messages
+        .iter()
+        .flat_map(|m| convert_to_llm(std::slice::from_ref(&**m)))
+        .collect()
 }
 
 /// The [`RunHost`] of a session's runs.
@@ -416,13 +427,14 @@ impl RunHost for Host {
     }
 
     fn push_message(&self, message: AgentMessage) {
-        self.conversation.lock().messages.push(message.clone());
+        let message = Arc::new(message);
+        self.conversation.lock().messages.push(Arc::clone(&message));
         self.conversation
             .persist(|store| store.append_message(message));
     }
 
     fn llm_context(&self) -> Vec<Message> {
-        let messages = convert_to_llm(&self.conversation.lock().messages);
+        let messages = context_to_llm(&self.conversation.lock().messages);
         self.for_model(messages)
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
-use tau_protocol::extension::ActionFrame;
+use tau_protocol::extension::{ActionFrame, ExtensionAction};
 use tau_protocol::{AgentEvent, AgentMessage, SessionEvent};
 
 use crate::EventSink;
@@ -29,34 +29,38 @@ pub(crate) struct ImmediateActions {
 impl tau_extensions::ActionApplier for ImmediateActions {
     fn apply<'a>(&'a self, frame: &'a ActionFrame) -> BoxFuture<'a, Option<Result<Value, String>>> {
         Box::pin(async move {
-            let fields = &frame.fields;
-            let text = |key: &str| fields.get(key).and_then(Value::as_str);
-            Some(match frame.action.as_str() {
-                "append_entry" => match text("customType") {
-                    Some(custom_type) => append_custom_entry(
-                        &self.conversation,
-                        custom_type,
-                        fields.get("data").cloned(),
-                        text("entryId"),
-                    )
-                    .map(|id| json!({ "id": id }))
-                    .map_err(|e| e.to_string()),
-                    None => Err("append_entry needs a customType".into()),
-                },
-                "set_label" => match text("entryId") {
-                    Some(entry) => set_label(&self.conversation, entry, text("label"))
+            // A frame that does not parse is refused by the loop with the same error.
+            let action = frame.parse().ok()?;
+            Some(match action {
+                ExtensionAction::AppendEntry {
+                    custom_type,
+                    data,
+                    entry_id,
+                } => {
+                    append_custom_entry(&self.conversation, &custom_type, data, entry_id.as_deref())
+                        .map(|id| json!({ "id": id }))
+                        .map_err(|e| e.to_string())
+                }
+                ExtensionAction::SetLabel { entry_id, label } => {
+                    set_label(&self.conversation, &entry_id, label.as_deref())
                         .map(|()| Value::Null)
-                        .map_err(|e| e.to_string()),
-                    None => Err("set_label needs an entryId".into()),
-                },
-                "set_session_name" => match text("name") {
-                    Some(name) => set_session_name(&self.conversation, &self.events, name)
+                        .map_err(|e| e.to_string())
+                }
+                ExtensionAction::SetSessionName { name } => {
+                    set_session_name(&self.conversation, &self.events, &name)
                         .await
                         .map(|()| Value::Null)
-                        .map_err(|e| e.to_string()),
-                    None => Err("set_session_name needs a name".into()),
-                },
-                "send_message" => return self.send_message(fields).await,
+                        .map_err(|e| e.to_string())
+                }
+                ExtensionAction::SendMessage {
+                    message,
+                    trigger_turn,
+                    deliver_as,
+                } => {
+                    return self
+                        .send_message(&message, trigger_turn, deliver_as.as_deref())
+                        .await;
+                }
                 _ => return None,
             })
         })
@@ -68,18 +72,14 @@ impl ImmediateActions {
     /// none does (recorded at once); a new turn and `nextTurn` need the session.
     async fn send_message(
         &self,
-        fields: &serde_json::Map<String, Value>,
+        message: &Value,
+        trigger_turn: bool,
+        deliver_as: Option<&str>,
     ) -> Option<Result<Value, String>> {
-        let message = match fields
-            .get("message")
-            .map(crate::extension_hooks::custom_message)
-        {
-            Some(Ok(message)) => message,
-            Some(Err(err)) => return Some(Err(format!("send_message: malformed message: {err}"))),
-            None => return Some(Err("send_message needs a message".into())),
+        let message = match crate::extension_hooks::custom_message(message) {
+            Ok(message) => message,
+            Err(err) => return Some(Err(format!("send_message: malformed message: {err}"))),
         };
-        let deliver_as = fields.get("deliverAs").and_then(Value::as_str);
-        let trigger_turn = fields.get("triggerTurn").and_then(Value::as_bool) == Some(true);
         if deliver_as == Some("nextTurn") {
             return None;
         }
@@ -167,7 +167,7 @@ pub(crate) async fn record_custom_message(
     events: &EventSink,
     message: AgentMessage,
 ) {
-    conversation.lock().messages.push(message.clone());
+    conversation.lock().messages.push(Arc::new(message.clone()));
     conversation.persist(|store| store.append_message(message.clone()));
     for event in [
         AgentEvent::MessageStart {

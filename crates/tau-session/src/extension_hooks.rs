@@ -196,9 +196,10 @@ pub async fn before_agent_start(
 /// `None` when nothing changed them. The session's own messages stay as they are.
 pub(crate) async fn context(
     extensions: &Extensions,
-    messages: &[tau_protocol::AgentMessage],
+    messages: &[std::sync::Arc<tau_protocol::AgentMessage>],
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<Vec<tau_protocol::AgentMessage>> {
+    let messages: Vec<&tau_protocol::AgentMessage> = messages.iter().map(|m| &**m).collect();
     let mut changed = false;
     let event = extensions
         .emit(

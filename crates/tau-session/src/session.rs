@@ -372,7 +372,7 @@ impl AgentSession {
         self.conversation.lock().compacting
     }
     /// Reads the in-memory context without copying it.
-    pub fn with_messages<T>(&self, read: impl FnOnce(&[AgentMessage]) -> T) -> T {
+    pub fn with_messages<T>(&self, read: impl FnOnce(&[Arc<AgentMessage>]) -> T) -> T {
         read(&self.conversation.lock().messages)
     }
     /// How many messages the context holds.
@@ -615,7 +615,7 @@ impl AgentSession {
     /// Aborted messages without content are skipped, as pi does.
     pub fn last_assistant_text(&self) -> Option<String> {
         let state = self.conversation.lock();
-        state.messages.iter().rev().find_map(|m| match m {
+        state.messages.iter().rev().find_map(|m| match &**m {
             AgentMessage::Assistant(a)
                 if !(a.stop_reason == tau_protocol::StopReason::Aborted
                     && a.content.is_empty()) =>

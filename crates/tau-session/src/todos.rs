@@ -291,13 +291,13 @@ impl TodoList for Todos {
 /// (xcsh strips them the same way); empty when there is none.
 pub(crate) fn latest_on_branch(path: &[&SessionEntry]) -> Vec<TodoPhase> {
     for entry in path.iter().rev() {
-        let phases = match &entry.kind {
-            EntryKind::Message {
-                message: AgentMessage::ToolResult(result),
-            } if result.tool_name == todo_write::NAME && !result.is_error => {
+        let phases = match (&entry.kind, entry.message()) {
+            (_, Some(AgentMessage::ToolResult(result)))
+                if result.tool_name == todo_write::NAME && !result.is_error =>
+            {
                 result.details.as_ref().and_then(|d| d.get("phases"))
             }
-            EntryKind::Custom { custom_type, data } if custom_type == TODOS_ENTRY => {
+            (EntryKind::Custom { custom_type, data }, _) if custom_type == TODOS_ENTRY => {
                 data.as_ref().and_then(|d| d.get("phases"))
             }
             _ => None,

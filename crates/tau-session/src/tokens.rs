@@ -2,6 +2,7 @@
 //! from the last successful reply, plus an estimate of everything after it at four UTF-16 code
 //! units per token. Compaction thresholds and `contextUsage` both use it, so they match pi's.
 
+use std::borrow::Borrow;
 use tau_protocol::{
     AgentMessage, AssistantContent, StopReason, Usage, UserContent, UserContentBlock,
 };
@@ -69,12 +70,12 @@ pub fn estimate_tokens(message: &AgentMessage) -> u64 {
 
 /// The index of the last reply whose usage can be trusted: not aborted, not an error, and
 /// with a non-zero count.
-fn last_counted_reply(messages: &[AgentMessage]) -> Option<(usize, u64)> {
+fn last_counted_reply<M: Borrow<AgentMessage>>(messages: &[M]) -> Option<(usize, u64)> {
     messages
         .iter()
         .enumerate()
         .rev()
-        .find_map(|(i, m)| match m {
+        .find_map(|(i, m)| match m.borrow() {
             AgentMessage::Assistant(a)
                 if !matches!(a.stop_reason, StopReason::Aborted | StopReason::Error) =>
             {
@@ -86,11 +87,13 @@ fn last_counted_reply(messages: &[AgentMessage]) -> Option<(usize, u64)> {
 }
 
 /// The context's size in tokens: the last counted reply's usage plus estimates of every
-/// message after it; without such a reply, estimates of everything.
-pub fn estimate_context_tokens(messages: &[AgentMessage]) -> u64 {
+/// message after it; without such a reply, estimates of everything. Takes the context's
+/// shared messages as well as owned ones.
+pub fn estimate_context_tokens<M: Borrow<AgentMessage>>(messages: &[M]) -> u64 {
+    let estimate = |m: &M| estimate_tokens(m.borrow());
     match last_counted_reply(messages) {
-        Some((i, tokens)) => tokens + messages[i + 1..].iter().map(estimate_tokens).sum::<u64>(),
-        None => messages.iter().map(estimate_tokens).sum(),
+        Some((i, tokens)) => tokens + messages[i + 1..].iter().map(estimate).sum::<u64>(),
+        None => messages.iter().map(estimate).sum(),
     }
 }
 
@@ -110,10 +113,10 @@ pub fn usage_known_since_compaction(branch: &[&crate::store::SessionEntry]) -> b
     branch[at + 1..]
         .iter()
         .rev()
-        .find_map(|e| match &e.kind {
-            EntryKind::Message {
-                message: AgentMessage::Assistant(a),
-            } if !matches!(a.stop_reason, StopReason::Aborted | StopReason::Error) => {
+        .find_map(|e| match e.message() {
+            Some(AgentMessage::Assistant(a))
+                if !matches!(a.stop_reason, StopReason::Aborted | StopReason::Error) =>
+            {
                 Some(usage_tokens(&a.usage) > 0)
             }
             _ => None,

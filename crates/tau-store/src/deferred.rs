@@ -7,10 +7,11 @@
 //! file's bytes, which the parse would only turn back into the same JSON.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -18,13 +19,25 @@ use serde_json::{Map, Value};
 use tau_base::skim::{Cursor, Skim, Unreadable};
 
 use super::entry::{CURRENT_VERSION, SessionHeader};
-use super::{SessionStore, StoreError, open_locked};
+use super::{SessionStore, StoreError, lock};
 
 /// How long the typed parse waits before it starts on its own, unless a command needs the
 /// store sooner. Why wait at all: a host that switches asks for the messages next, and on a
 /// two-core machine a parse started at once takes the cores that writing that answer (and
 /// the host reading it) need. 50 ms covers writing a 100 MB answer into a pipe.
 const PARSE_DELAY: Duration = Duration::from_millis(50);
+
+/// From this size on a file is "long": its typed parse reads the file again piece by piece
+/// instead of parsing the bytes held for the raw answer, and starts only once that answer is
+/// gone (written, or given up), and a switch to it frees the session it leaves before reading
+/// it. Each of these keeps two copies of a long session (bytes and entries, or the old and the
+/// new session) from being held at once: with 128 MB files that is the difference between
+/// about 200 and over 300 MB. Below it, memory is not worth the waiting.
+pub const LONG_FILE_BYTES: u64 = 32 << 20;
+
+/// How long a long file's raw answer is kept for a `get_messages` that has not come yet
+/// before the parse gives it up (a later `get_messages` then waits for the parse).
+const RAW_GRACE: Duration = Duration::from_secs(1);
 
 /// A JSON array whose elements are slices of a shared buffer (a session file's bytes):
 /// written out as `[e1,e2,…]` without being copied into one string first.
@@ -72,8 +85,69 @@ impl RawJsonArray {
 #[derive(Debug)]
 pub struct DeferredOpen {
     header: SessionHeader,
-    messages: Option<RawJsonArray>,
+    /// Shared with the parse thread, which empties it before parsing a long file.
+    messages: Arc<Mutex<Option<RawJsonArray>>>,
     parsing: Parsing,
+}
+
+/// A session file opened and locked, its header read and its entries not yet: what a switch
+/// checks before it lets go of the session it leaves.
+#[derive(Debug)]
+pub struct OpenedFile {
+    path: PathBuf,
+    header: SessionHeader,
+    state: Opened,
+}
+
+#[derive(Debug)]
+enum Opened {
+    /// The file so far (the header line) and its length.
+    Head {
+        file: File,
+        bytes: Vec<u8>,
+        len: u64,
+    },
+    /// Files that need a migration, or whose first line is not the header, are opened the
+    /// ordinary way at once.
+    Store(Box<SessionStore>),
+}
+
+impl OpenedFile {
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// Whether the file is long (see [`LONG_FILE_BYTES`]).
+    pub fn is_long(&self) -> bool {
+        matches!(&self.state, Opened::Head { len, .. } if *len >= LONG_FILE_BYTES)
+    }
+
+    /// Reads the rest of the file, cuts the branch's messages out of it and starts the
+    /// typed parse on another thread.
+    pub fn read(self) -> Result<DeferredOpen, StoreError> {
+        let (file, bytes) = match self.state {
+            Opened::Store(store) => {
+                return Ok(DeferredOpen {
+                    header: self.header,
+                    messages: Arc::default(),
+                    parsing: Parsing::Done(Box::new(Ok(*store))),
+                });
+            }
+            Opened::Head {
+                mut file, bytes, ..
+            } => {
+                use std::io::Read;
+                let mut bytes = bytes;
+                file.read_to_end(&mut bytes)
+                    .map_err(|source| StoreError::Io {
+                        path: self.path.clone(),
+                        source,
+                    })?;
+                (file, bytes)
+            }
+        };
+        SessionStore::deferred_from(file, &self.path, self.header, bytes)
+    }
 }
 
 #[derive(Debug)]
@@ -96,8 +170,11 @@ impl DeferredOpen {
     /// The active branch's context as a JSON array of slices of the file, when the branch
     /// holds only plain messages (no compaction, branch summary or extension message to turn
     /// into one) whose roles tau knows; `None` otherwise.
-    pub fn messages(&self) -> Option<&RawJsonArray> {
-        self.messages.as_ref()
+    pub fn messages(&self) -> Option<RawJsonArray> {
+        self.messages
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// Hands `garbage` (the session being left) to the parse thread, which drops it before
@@ -112,6 +189,11 @@ impl DeferredOpen {
 
     /// Waits for the parse (starting it now if it has not started yet).
     pub fn finish(self) -> Result<SessionStore, StoreError> {
+        // Nobody asks for the raw answer any more; a long file's parse waits for it to go.
+        self.messages
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
         match self.parsing {
             Parsing::Done(result) => *result,
             Parsing::Thread { handle, to_parser } => {
@@ -130,32 +212,96 @@ impl DeferredOpen {
 impl SessionStore {
     /// Like [`SessionStore::open`], with the typed parse left to another thread.
     pub fn open_deferred(path: &Path) -> Result<DeferredOpen, StoreError> {
-        let (file, bytes) = open_locked(path)?;
-        let first_line_end = memchr::memchr(b'\n', &bytes).unwrap_or(bytes.len());
+        Self::open_header(path)?.read()
+    }
+
+    /// The first step of [`SessionStore::open_deferred`]: opens and locks the file and reads
+    /// its header line only.
+    pub fn open_header(path: &Path) -> Result<OpenedFile, StoreError> {
+        use std::io::Read;
+        let io_err = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = match std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NotFound(path.to_path_buf()));
+            }
+            Err(e) => return Err(io_err(e)),
+        };
+        lock(&file, path)?;
+        let len = file.metadata().map_err(io_err)?.len();
+        // Up to the end of the first line, 64 KiB at a time.
+        let mut bytes = Vec::new();
+        let mut piece = [0u8; 64 * 1024];
+        let first_line_end = loop {
+            let n = match file.read(&mut piece) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_err(e)),
+            };
+            let from = bytes.len();
+            bytes.extend_from_slice(&piece[..n]);
+            if let Some(at) = memchr::memchr(b'\n', &bytes[from..]) {
+                break from + at;
+            }
+            if n == 0 {
+                break bytes.len();
+            }
+        };
         let header = serde_json::from_slice::<Map<String, Value>>(&bytes[..first_line_end])
             .ok()
             .and_then(SessionHeader::from_map);
-        let Some(header) = header.filter(|h| h.version >= CURRENT_VERSION) else {
-            // Leading blank lines, an old version or no header at all: the ordinary open
-            // handles (or reports) them.
-            let store = Self::from_bytes(file, path, &bytes)?;
-            return Ok(DeferredOpen {
-                header: store.header().clone(),
-                messages: None,
-                parsing: Parsing::Done(Box::new(Ok(store))),
-            });
+        let header = match header.filter(|h| h.version >= CURRENT_VERSION) {
+            Some(header) => header,
+            None => {
+                // Leading blank lines, an old version or no header at all: the ordinary open
+                // handles (or reports) them.
+                file.read_to_end(&mut bytes).map_err(io_err)?;
+                let store = Self::from_bytes(file, path, &bytes)?;
+                return Ok(OpenedFile {
+                    path: path.to_path_buf(),
+                    header: store.header().clone(),
+                    state: Opened::Store(Box::new(store)),
+                });
+            }
         };
+        Ok(OpenedFile {
+            path: path.to_path_buf(),
+            header,
+            state: Opened::Head { file, bytes, len },
+        })
+    }
+
+    /// The rest of [`OpenedFile::read`]: `bytes` is the whole file, its header `header`.
+    fn deferred_from(
+        file: File,
+        path: &Path,
+        header: SessionHeader,
+        bytes: Vec<u8>,
+    ) -> Result<DeferredOpen, StoreError> {
+        let first_line_end = memchr::memchr(b'\n', &bytes).unwrap_or(bytes.len());
+        let long = bytes.len() as u64 >= LONG_FILE_BYTES;
         let bytes = Arc::new(bytes);
         let messages = branch_message_spans(&bytes, first_line_end).map(|elements| RawJsonArray {
             bytes: Arc::clone(&bytes),
             elements: elements.into(),
         });
+        let messages = Arc::new(Mutex::new(messages));
+        let slot = Arc::clone(&messages);
         let owned_path = path.to_path_buf();
+        let owned_header = header.clone();
         let (to_parser, told) = mpsc::channel::<Box<dyn Send>>();
         let handle = std::thread::Builder::new()
             .name("tau-session-load".into())
             .spawn(move || {
-                let deadline = Instant::now() + PARSE_DELAY;
+                let delay = if long { RAW_GRACE } else { PARSE_DELAY };
+                let deadline = Instant::now() + delay;
                 let mut garbage = Vec::new();
                 // Until the delay is over or the sender is dropped (`finish`).
                 while let Ok(g) =
@@ -164,7 +310,17 @@ impl SessionStore {
                     garbage.push(g);
                 }
                 drop(garbage);
-                Self::from_bytes(file, &owned_path, &bytes)
+                if !long {
+                    return Self::from_bytes(file, &owned_path, &bytes);
+                }
+                parse_long(
+                    file,
+                    &owned_path,
+                    owned_header,
+                    bytes,
+                    &slot,
+                    first_line_end,
+                )
             })
             .map_err(|source| StoreError::Io {
                 path: path.to_path_buf(),
@@ -176,6 +332,48 @@ impl SessionStore {
             parsing: Parsing::Thread { handle, to_parser },
         })
     }
+}
+
+/// The typed parse of a long file: once the raw answer is gone, its bytes are freed and the
+/// file is parsed again from disk, piece by piece (see [`LONG_FILE_BYTES`]).
+fn parse_long(
+    file: File,
+    path: &Path,
+    header: SessionHeader,
+    bytes: Arc<Vec<u8>>,
+    slot: &Mutex<Option<RawJsonArray>>,
+    first_line_end: usize,
+) -> Result<SessionStore, StoreError> {
+    // No new copies of the raw answer from now on.
+    slot.lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take();
+    let torn_tail = bytes.last().is_some_and(|&b| b != b'\n');
+    let lines = memchr::memchr_iter(b'\n', &bytes).count() + 1;
+    let threads = super::parsing_threads();
+    let start = (first_line_end + 1).min(bytes.len());
+    let mut cuts = vec![start as u64];
+    for i in 1..threads {
+        let from = (start + (bytes.len() - start) * i / threads).max(start);
+        let cut = bytes
+            .get(from..)
+            .and_then(|rest| memchr::memchr(b'\n', rest))
+            .map_or(bytes.len(), |at| from + at + 1);
+        cuts.push(cut as u64);
+    }
+    cuts.push(bytes.len() as u64);
+    cuts.dedup();
+    // The answer being written still holds the bytes: wait for the writer to let go, or
+    // the entries would be built beside them.
+    let held = Arc::downgrade(&bytes);
+    drop(bytes);
+    while held.strong_count() > 0 {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let entries = super::load::parse_file(&file, &cuts, path, lines);
+    Ok(SessionStore::from_entries(
+        file, path, header, entries, torn_tail,
+    ))
 }
 
 /// What the skim keeps of one entry line.

@@ -7,6 +7,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
+use std::sync::Arc;
 use tau_protocol::AgentMessage;
 use tau_protocol::UserContent;
 
@@ -100,8 +101,13 @@ pub struct SessionEntry {
 /// What an entry records. Field names follow pi's JSON keys in camelCase.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EntryKind {
+    /// The message is shared with the conversation's context (`SessionContext::messages`):
+    /// a long session's messages are most of its memory, and the context holds every one of
+    /// them too. `Arc` rather than a context borrowing from the store because the two live
+    /// behind different locks and the context outlives branch moves; messages are never
+    /// changed after they are stored, so sharing them is only a pointer copy.
     Message {
-        message: AgentMessage,
+        message: Arc<AgentMessage>,
     },
     ThinkingLevelChange {
         thinking_level: String,
@@ -209,7 +215,7 @@ impl Serialize for SessionEntry {
         map.serialize_entry("parentId", &self.parent_id)?;
         map.serialize_entry("timestamp", &self.timestamp)?;
         match &self.kind {
-            EntryKind::Message { message } => map.serialize_entry("message", message)?,
+            EntryKind::Message { message } => map.serialize_entry("message", &**message)?,
             EntryKind::ThinkingLevelChange { thinking_level } => {
                 map.serialize_entry("thinkingLevel", thinking_level)?;
             }
@@ -409,7 +415,7 @@ fn build_kind(
     }
     Ok(match entry_type {
         "message" => EntryKind::Message {
-            message: message.ok_or("missing field `message`")?,
+            message: Arc::new(message.ok_or("missing field `message`")?),
         },
         _ if message.is_some() => return Err(format!("unexpected `message` in {entry_type}")),
         "thinking_level_change" => EntryKind::ThinkingLevelChange {

@@ -11,7 +11,7 @@ mod fast;
 mod load;
 pub mod paths;
 
-pub use deferred::{DeferredOpen, RawJsonArray};
+pub use deferred::{DeferredOpen, LONG_FILE_BYTES, OpenedFile, RawJsonArray};
 pub use discover::{find_by_id_prefix, most_recent_in};
 pub use entry::{CURRENT_VERSION, EntryKind, SessionEntry, SessionHeader};
 
@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tau_protocol::UserContent;
 use tau_protocol::{AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage};
 
@@ -47,7 +48,8 @@ pub enum StoreError {
 /// What the model sees when a session is resumed (rpc.md §7.5).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SessionContext {
-    pub messages: Vec<AgentMessage>,
+    /// Shared with the entries they come from (see [`EntryKind::Message`]).
+    pub messages: Vec<Arc<AgentMessage>>,
     /// The last `thinking_level_change` on the branch; `None` means "use the default".
     pub thinking_level: Option<String>,
     /// `(provider, model id)` from the last model change or assistant message on the branch.
@@ -146,8 +148,26 @@ impl SessionStore {
             Some(lines) => replace_file(path, lines)?,
             None => file,
         };
-        let mut store = Self::empty(loaded.header, Some(path.to_path_buf()));
-        store.entries = loaded.entries;
+        let torn_tail = loaded.rewrite.is_none() && bytes.last().is_some_and(|&b| b != b'\n');
+        Ok(Self::from_entries(
+            file,
+            path,
+            loaded.header,
+            loaded.entries,
+            torn_tail,
+        ))
+    }
+
+    /// A store of parsed entries appending to `file`, the leaf at the last entry.
+    pub(crate) fn from_entries(
+        file: File,
+        path: &Path,
+        header: SessionHeader,
+        entries: Vec<SessionEntry>,
+        torn_tail: bool,
+    ) -> Self {
+        let mut store = Self::empty(header, Some(path.to_path_buf()));
+        store.entries = entries;
         store.index.reserve(store.entries.len());
         for (i, entry) in store.entries.iter().enumerate() {
             store.index.insert(entry.id.clone(), i);
@@ -156,9 +176,9 @@ impl SessionStore {
             }
         }
         store.leaf = store.entries.len().checked_sub(1);
-        store.torn_tail = loaded.rewrite.is_none() && bytes.last().is_some_and(|&b| b != b'\n');
+        store.torn_tail = torn_tail;
         store.file = Some(file);
-        Ok(store)
+        store
     }
 
     pub fn header(&self) -> &SessionHeader {
@@ -210,15 +230,20 @@ impl SessionStore {
     /// [`Self::append_compaction`] and [`Self::append_branch_summary`].
     /// Appends a message entry; an extension's custom message is a `custom_message` entry,
     /// as pi never stores role `custom` as a `message`.
-    pub fn append_message(&mut self, message: AgentMessage) -> Result<String, StoreError> {
-        match message {
+    /// A message the context holds too is passed as its `Arc`, so both share it.
+    pub fn append_message(
+        &mut self,
+        message: impl Into<Arc<AgentMessage>>,
+    ) -> Result<String, StoreError> {
+        let message = message.into();
+        match &*message {
             AgentMessage::Custom(custom) => self.append(EntryKind::CustomMessage {
-                custom_type: custom.custom_type,
-                content: custom.content,
+                custom_type: custom.custom_type.clone(),
+                content: custom.content.clone(),
                 display: custom.display,
-                details: custom.details,
+                details: custom.details.clone(),
             }),
-            message => self.append(EntryKind::Message { message }),
+            _ => self.append(EntryKind::Message { message }),
         }
     }
 
@@ -493,10 +518,8 @@ impl SessionStore {
     pub fn fork_messages(&self) -> Vec<(String, String)> {
         self.entries
             .iter()
-            .filter_map(|e| match &e.kind {
-                EntryKind::Message {
-                    message: AgentMessage::User(user),
-                } => {
+            .filter_map(|e| match e.message() {
+                Some(AgentMessage::User(user)) => {
                     let text = user.content.text("");
                     (!text.is_empty()).then(|| (e.id.clone(), text))
                 }
@@ -627,29 +650,31 @@ fn is_assistant(entry: &SessionEntry) -> bool {
 }
 
 /// What an entry contributes to the model's context (compaction entries are handled by the
-/// caller).
-pub fn context_message(entry: &SessionEntry) -> Option<AgentMessage> {
+/// caller): a message entry's own message, shared, or one built from the entry.
+pub fn context_message(entry: &SessionEntry) -> Option<Arc<AgentMessage>> {
     match &entry.kind {
-        EntryKind::Message { message } => Some(message.clone()),
+        EntryKind::Message { message } => Some(Arc::clone(message)),
         EntryKind::CustomMessage {
             custom_type,
             content,
             display,
             details,
-        } => Some(AgentMessage::Custom(CustomMessage {
+        } => Some(Arc::new(AgentMessage::Custom(CustomMessage {
             custom_type: custom_type.clone(),
             content: content.clone(),
             display: *display,
             details: details.clone(),
             timestamp: iso_to_ms(&entry.timestamp),
-        })),
+        }))),
         EntryKind::BranchSummary {
             from_id, summary, ..
-        } if !summary.is_empty() => Some(AgentMessage::BranchSummary(BranchSummaryMessage {
-            summary: summary.clone(),
-            from_id: from_id.clone(),
-            timestamp: iso_to_ms(&entry.timestamp),
-        })),
+        } if !summary.is_empty() => Some(Arc::new(AgentMessage::BranchSummary(
+            BranchSummaryMessage {
+                summary: summary.clone(),
+                from_id: from_id.clone(),
+                timestamp: iso_to_ms(&entry.timestamp),
+            },
+        ))),
         _ => None,
     }
 }
@@ -667,9 +692,11 @@ pub fn context_of(path: &[&SessionEntry]) -> SessionContext {
             EntryKind::ModelChange { provider, model_id } => {
                 context.model = Some((provider.clone(), model_id.clone()));
             }
-            EntryKind::Message {
-                message: AgentMessage::Assistant(a),
-            } => context.model = Some((a.provider.clone(), a.model.clone())),
+            EntryKind::Message { message } => {
+                if let AgentMessage::Assistant(a) = &**message {
+                    context.model = Some((a.provider.clone(), a.model.clone()));
+                }
+            }
             EntryKind::Compaction { .. } => compaction = Some(i),
             _ => {}
         }
@@ -691,11 +718,13 @@ pub fn context_of(path: &[&SessionEntry]) -> SessionContext {
         return context;
     };
     let mut messages = Vec::with_capacity(path.len() - at + 1);
-    messages.push(AgentMessage::CompactionSummary(CompactionSummaryMessage {
-        summary: summary.clone(),
-        tokens_before: *tokens_before,
-        timestamp: iso_to_ms(&path[at].timestamp),
-    }));
+    messages.push(Arc::new(AgentMessage::CompactionSummary(
+        CompactionSummaryMessage {
+            summary: summary.clone(),
+            tokens_before: *tokens_before,
+            timestamp: iso_to_ms(&path[at].timestamp),
+        },
+    )));
     let kept_from = path[..at]
         .iter()
         .position(|e| &e.id == first_kept_entry_id)
@@ -745,7 +774,7 @@ pub(crate) fn open_locked(path: &Path) -> Result<(File, Vec<u8>), StoreError> {
     Ok((file, bytes))
 }
 
-fn lock(file: &File, path: &Path) -> Result<(), StoreError> {
+pub(crate) fn lock(file: &File, path: &Path) -> Result<(), StoreError> {
     use rustix::fs::{FlockOperation, flock};
     match flock(file, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(()),

@@ -7,6 +7,7 @@ use super::{StoreError, new_entry_id};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
+use std::fs::File;
 use std::io::BufRead;
 use std::path::Path;
 
@@ -20,36 +21,43 @@ pub(crate) struct Loaded {
     pub rewrite: Option<Vec<String>>,
 }
 
-/// Reads a whole session from `reader`; `path` only names the file in errors and warnings.
-pub(crate) fn read_session<R: BufRead>(mut reader: R, path: &Path) -> Result<Loaded, StoreError> {
-    let io_err = |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut line = Vec::with_capacity(4096);
-    let header = loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
+/// Reads a whole session from `bytes` (the file's contents); `path` only names the file in
+/// errors and warnings. The entry lines are parsed where they lie: a copy of them would be as
+/// large as the file, on top of the entries.
+pub(crate) fn read_session(bytes: &[u8], path: &Path) -> Result<Loaded, StoreError> {
+    let (header, rest) = split_header(bytes, path)?;
+    if header.version < CURRENT_VERSION {
+        return read_and_migrate(rest, header, path);
+    }
+    Ok(Loaded {
+        header,
+        entries: parse_entries(rest, path),
+        rewrite: None,
+    })
+}
+
+/// The header (the first line that is not blank) and the bytes after it.
+pub(crate) fn split_header<'a>(
+    bytes: &'a [u8],
+    path: &Path,
+) -> Result<(SessionHeader, &'a [u8]), StoreError> {
+    let mut rest = bytes;
+    loop {
+        if rest.is_empty() {
             return Err(StoreError::NotASessionFile(path.to_path_buf()));
         }
-        if is_blank(&line) {
+        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |at| at + 1);
+        let (line, after) = rest.split_at(end);
+        rest = after;
+        if is_blank(line) {
             continue;
         }
-        break serde_json::from_slice::<Map<String, Value>>(&line)
+        let header = serde_json::from_slice::<Map<String, Value>>(line)
             .ok()
             .and_then(SessionHeader::from_map)
             .ok_or_else(|| StoreError::NotASessionFile(path.to_path_buf()))?;
-    };
-    if header.version < CURRENT_VERSION {
-        return read_and_migrate(reader, header, path);
+        return Ok((header, rest));
     }
-    let mut rest = Vec::new();
-    reader.read_to_end(&mut rest).map_err(io_err)?;
-    Ok(Loaded {
-        header,
-        entries: parse_entries(&rest, path),
-        rewrite: None,
-    })
 }
 
 /// Below this size one thread parses; above, the lines are shared out between threads.
@@ -65,7 +73,7 @@ fn parse_entries(text: &[u8], path: &Path) -> Vec<SessionEntry> {
         super::parsing_threads()
     };
     if threads == 1 {
-        return parse_run(text, path);
+        return parse_run(text, path, 0);
     }
     // Cut at line ends near equal byte offsets.
     let mut cuts = vec![0];
@@ -77,17 +85,24 @@ fn parse_entries(text: &[u8], path: &Path) -> Vec<SessionEntry> {
         cuts.push(cut);
     }
     cuts.push(text.len());
+    // The first run's vector is made large enough for every entry, so the others are moved
+    // into it without it growing: growing it would copy it while all the runs' vectors are
+    // alive, tens of megabytes for a long session.
+    let lines = memchr::memchr_iter(b'\n', text).count() + 1;
     std::thread::scope(|scope| {
         let workers: Vec<_> = cuts
             .windows(2)
-            .map(|w| {
+            .enumerate()
+            .map(|(i, w)| {
                 let run = text.get(w[0]..w[1]).unwrap_or_default();
-                scope.spawn(move || parse_run(run, path))
+                let room = if i == 0 { lines } else { 0 };
+                scope.spawn(move || parse_run(run, path, room))
             })
             .collect();
         let mut entries = Vec::new();
         for worker in workers {
             match worker.join() {
+                Ok(part) if entries.is_empty() => entries = part,
                 Ok(mut part) => entries.append(&mut part),
                 // A parser panic is a bug; losing that run of lines beats losing the session.
                 Err(_) => tracing::error!(path = %path.display(), "a session parser thread failed"),
@@ -97,8 +112,15 @@ fn parse_entries(text: &[u8], path: &Path) -> Vec<SessionEntry> {
     })
 }
 
-fn parse_run(text: &[u8], path: &Path) -> Vec<SessionEntry> {
-    let mut entries = Vec::with_capacity(memchr::memchr_iter(b'\n', text).count() + 1);
+/// Parses one run of lines; the vector has room for `room` entries at least.
+pub(crate) fn parse_run(text: &[u8], path: &Path, room: usize) -> Vec<SessionEntry> {
+    let lines = memchr::memchr_iter(b'\n', text).count() + 1;
+    let mut entries = Vec::with_capacity(lines.max(room));
+    parse_lines(text, path, &mut entries);
+    entries
+}
+
+fn parse_lines(text: &[u8], path: &Path, entries: &mut Vec<SessionEntry>) {
     for line in text.split(|&b| b == b'\n') {
         if is_blank(line) {
             continue;
@@ -111,6 +133,84 @@ fn parse_run(text: &[u8], path: &Path) -> Vec<SessionEntry> {
             ),
         }
     }
+}
+
+/// How much of the file a streamed parse reads at a time.
+const STREAM_CHUNK: usize = 4 << 20;
+
+/// Parses the entry lines of `file` between the byte offsets of `cuts` (line starts, the
+/// last one the file's end), reading it piece by piece, one run per pair of cuts on its own
+/// thread. Why not from the file's bytes in memory: for a long session the parsed entries
+/// are as large as the file, and holding both at once doubles the peak; the file is in the
+/// page cache (it was just read), so reading it again costs a copy, not disk time.
+pub(crate) fn parse_file(
+    file: &File,
+    cuts: &[u64],
+    path: &Path,
+    lines: usize,
+) -> Vec<SessionEntry> {
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = cuts
+            .windows(2)
+            .enumerate()
+            .map(|(i, w)| {
+                // Room for every entry in the first run's vector, as in `parse_entries`.
+                let room = if i == 0 {
+                    lines
+                } else {
+                    lines / (cuts.len() - 1)
+                };
+                let (from, to) = (w[0], w[1]);
+                scope.spawn(move || parse_file_run(file, from, to, path, room, STREAM_CHUNK))
+            })
+            .collect();
+        let mut entries = Vec::new();
+        for worker in workers {
+            match worker.join() {
+                Ok(part) if entries.is_empty() => entries = part,
+                Ok(mut part) => entries.append(&mut part),
+                Err(_) => tracing::error!(path = %path.display(), "a session parser thread failed"),
+            }
+        }
+        entries
+    })
+}
+
+/// One run of [`parse_file`], reading `chunk` bytes at a time.
+pub(crate) fn parse_file_run(
+    file: &File,
+    from: u64,
+    to: u64,
+    path: &Path,
+    room: usize,
+    chunk: usize,
+) -> Vec<SessionEntry> {
+    use std::os::unix::fs::FileExt;
+    let mut entries = Vec::with_capacity(room);
+    let mut buffer: Vec<u8> = Vec::with_capacity(chunk);
+    let mut at = from;
+    while at < to {
+        let want = usize::try_from(to - at).unwrap_or(usize::MAX).min(chunk);
+        let kept = buffer.len();
+        buffer.resize(kept + want, 0);
+        let read = match file.read_at(&mut buffer[kept..], at) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
+            Err(e) => {
+                tracing::error!(path = %path.display(), "cannot read the session file: {e}");
+                break;
+            }
+        };
+        buffer.truncate(kept + read);
+        at += read as u64;
+        // Whole lines are parsed; a line cut by the read waits for the next one.
+        if let Some(end) = memchr::memrchr(b'\n', &buffer) {
+            parse_lines(&buffer[..end], path, &mut entries);
+            buffer.drain(..=end);
+        }
+    }
+    parse_lines(&buffer, path, &mut entries);
     entries
 }
 

@@ -104,3 +104,41 @@ fn a_custom_entry_keeps_the_id_its_writer_chose_when_it_is_free_and_well_formed(
     assert_eq!(store.entries().len(), 5);
     Ok(())
 }
+
+#[test]
+fn a_file_parsed_piece_by_piece_gives_the_entries_of_its_bytes() -> std::io::Result<()> {
+    use std::io::Write;
+    let mut lines = Vec::new();
+    for i in 0..40 {
+        let parent = if i == 0 {
+            "null".to_owned()
+        } else {
+            format!("\"e{}\"", i - 1)
+        };
+        lines.push(format!(
+            r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"t","message":{{"role":"user","content":"{}","timestamp":{i}}}}}"#,
+            "x".repeat(i * 3)
+        ));
+    }
+    lines.push(String::new());
+    lines.push(r#"{"type":"message","id":"torn","parentId":"#.to_owned());
+    let text = lines.join("\n");
+    let mut file = tempfile::tempfile()?;
+    file.write_all(text.as_bytes())?;
+    let expected = load::parse_run(text.as_bytes(), Path::new("mem"), 0);
+    assert_eq!(expected.len(), 40);
+    for chunk in [1, 7, 64, 1 << 20] {
+        let streamed =
+            load::parse_file_run(&file, 0, text.len() as u64, Path::new("mem"), 0, chunk);
+        assert_eq!(streamed, expected, "chunk {chunk}");
+    }
+    let middle = text
+        .find("\n{\"type\":\"message\",\"id\":\"e20\"")
+        .map_or(0, |at| at + 1);
+    let cuts = [0, middle as u64, text.len() as u64];
+    assert_eq!(
+        load::parse_file(&file, &cuts, Path::new("mem"), 41),
+        expected
+    );
+    Ok(())
+}

@@ -55,7 +55,7 @@ fn texts(store: &SessionStore) -> Vec<String> {
         .build_context()
         .messages
         .iter()
-        .map(|m| match m {
+        .map(|m| match &**m {
             AgentMessage::User(u) => match &u.content {
                 UserContent::Text(t) => t.clone(),
                 UserContent::Blocks(b) => match &b[0] {
@@ -484,7 +484,7 @@ fn context_with_compaction_keeps_from_first_kept_entry() {
     s.append_custom("invisible", None).unwrap();
     assert_eq!(texts(&s), ["summary:S", "u2", "a2", "u3", "custom:note"]);
     let ctx = s.build_context();
-    match &ctx.messages[0] {
+    match &*ctx.messages[0] {
         AgentMessage::CompactionSummary(c) => {
             assert_eq!(c.tokens_before, 500);
             assert!(c.timestamp > 1_700_000_000_000);

@@ -3,7 +3,8 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Compile } from "typebox/schema";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -705,5 +706,19 @@ describe("pi's examples load unmodified", () => {
 		assert.match(blocked.reason, /^Plan mode: command blocked/);
 		assert.deepEqual(await host.result(event(path, { type: "tool_call", toolCallId: "d", toolName: "bash", input: { command: "ls" } })), { input: { command: "ls" } });
 		await host.close();
+	});
+});
+
+// Every `action` frame a host wrote in these tests has the shape tau's protocol schema gives
+// it (`ExtensionAction` in docs/protocol.schema.json, generated from tau's own types).
+describe("the frames the host writes", () => {
+	test("every action frame matches tau's schema", async () => {
+		const schema = JSON.parse(readFileSync(join(here, "..", "..", "..", "docs", "protocol.schema.json"), "utf8"));
+		const check = Compile({ $defs: schema.$defs, $ref: "#/$defs/ExtensionAction" });
+		const actions = hosts.flatMap((host) => host.framesOf("action"));
+		assert.ok(actions.length >= 10, `the tests sent actions (${actions.length})`);
+		for (const { type, id, extension, ...action } of actions) {
+			assert.ok(check.Check(action), `${JSON.stringify(action)} does not match ExtensionAction`);
+		}
 	});
 });

@@ -20,6 +20,7 @@ pub mod summary;
 mod tests;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use serde_json::Value;
 use tau_protocol::{AgentMessage, AssistantContent, CompactionDetails};
@@ -186,7 +187,7 @@ pub struct CutPoint {
 /// assistant message keeps its tool results, which follow it.
 pub fn is_valid_cut_point(entry: &SessionEntry) -> bool {
     match &entry.kind {
-        EntryKind::Message { message } => !matches!(message, AgentMessage::ToolResult(_)),
+        EntryKind::Message { message } => !matches!(**message, AgentMessage::ToolResult(_)),
         EntryKind::BranchSummary { .. } | EntryKind::CustomMessage { .. } => true,
         _ => false,
     }
@@ -197,7 +198,7 @@ fn starts_turn(entry: &SessionEntry) -> bool {
     match &entry.kind {
         EntryKind::Message { message } => {
             matches!(
-                message,
+                **message,
                 AgentMessage::User(_) | AgentMessage::BashExecution(_)
             )
         }
@@ -279,8 +280,9 @@ pub fn find_cut_point(
 
 pub(crate) use crate::store::context_message as entry_message;
 
-/// The context a branch path rebuilds to: the store's rule, on a path.
-pub fn context_messages(path: &[&SessionEntry]) -> Vec<AgentMessage> {
+/// The context a branch path rebuilds to: the store's rule, on a path (its messages shared
+/// with the entries).
+pub fn context_messages(path: &[&SessionEntry]) -> Vec<Arc<AgentMessage>> {
     crate::store::context_of(path).messages
 }
 
@@ -341,6 +343,8 @@ pub fn prepare_compaction(
             .iter()
             .filter(|e| !matches!(e.kind, EntryKind::Compaction { .. }))
             .filter_map(|e| entry_message(e))
+            // The summary request owns its messages; compaction is rare enough for a copy.
+            .map(Arc::unwrap_or_clone)
             .collect()
     };
     let messages_to_summarize = summarised(start..history_end);

@@ -521,7 +521,7 @@ pub fn estimated_tokens_after(
     estimate_tokens(&summary_message)
         + context_messages(&kept)
             .iter()
-            .map(estimate_tokens)
+            .map(|m| estimate_tokens(m))
             .sum::<u64>()
 }
 

@@ -22,7 +22,12 @@ fn entry(id: &str, kind: EntryKind) -> SessionEntry {
 }
 
 fn msg(id: &str, message: AgentMessage) -> SessionEntry {
-    entry(id, EntryKind::Message { message })
+    entry(
+        id,
+        EntryKind::Message {
+            message: message.into(),
+        },
+    )
 }
 
 /// A text of `tokens` estimated tokens.
@@ -122,7 +127,7 @@ fn ids(path: &[&SessionEntry], messages: &[AgentMessage]) -> Vec<String> {
         .map(|m| {
             let found = path[from..]
                 .iter()
-                .position(|e| e.message() == Some(m) || entry_message(e).as_ref() == Some(m));
+                .position(|e| e.message() == Some(m) || entry_message(e).as_deref() == Some(m));
             match found {
                 Some(i) => {
                     from += i + 1;
@@ -543,7 +548,7 @@ fn context_of_a_path_starts_at_the_summary_and_keeps_from_the_first_kept_entry()
     let messages = context_messages(&path);
     let roles: Vec<&str> = messages
         .iter()
-        .map(|m| match m {
+        .map(|m| match &**m {
             AgentMessage::CompactionSummary(_) => "summary",
             AgentMessage::User(_) => "user",
             AgentMessage::Assistant(_) => "assistant",
@@ -903,7 +908,7 @@ fn estimate_after_counts_summary_and_kept_entries() {
         .build_context()
         .messages
         .iter()
-        .map(estimate_tokens)
+        .map(|m| estimate_tokens(m))
         .sum();
     assert_eq!(after, rebuilt);
     assert_eq!(after, 210);

@@ -166,7 +166,8 @@ fn record(conversation: &Conversation, command: &str, run: &BashRun, exclude: Op
         state.held_back.push(message);
         return;
     }
-    state.messages.push(message.clone());
+    let message = Arc::new(message);
+    state.messages.push(Arc::clone(&message));
     drop(state);
     conversation.persist(|store| store.append_message(message));
 }
@@ -177,7 +178,7 @@ pub(crate) fn flush_held_back(conversation: &Conversation) {
         let mut state = conversation.lock();
         state.run_active = false;
         let held = std::mem::take(&mut state.held_back);
-        state.messages.extend(held.iter().cloned());
+        state.messages.extend(held.iter().cloned().map(Arc::new));
         held
     };
     for message in held {

@@ -521,7 +521,7 @@ pub(crate) async fn after_run(
         *overflow_retried = true;
         // The failed reply leaves the context (the session file keeps it).
         let mut state = host.conversation.lock();
-        if matches!(state.messages.last(), Some(AgentMessage::Assistant(a)) if a.stop_reason == StopReason::Error)
+        if matches!(state.messages.last().map(|m| &**m), Some(AgentMessage::Assistant(a)) if a.stop_reason == StopReason::Error)
         {
             state.messages.pop();
         }

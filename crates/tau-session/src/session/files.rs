@@ -139,7 +139,7 @@ impl AgentSession {
 
     /// While a switched-to session is still being parsed: its messages as JSON, straight from
     /// the file, when they can be served that way.
-    pub fn opening_messages(&self) -> Option<&crate::store::RawJsonArray> {
+    pub fn opening_messages(&self) -> Option<crate::store::RawJsonArray> {
         self.opening.as_ref().and_then(|o| o.messages())
     }
 
@@ -166,9 +166,9 @@ impl AgentSession {
             let cwd = self.config.cwd.clone();
             *self.conversation.store() = SessionStore::in_memory(&cwd);
         }
-        let opening =
-            SessionStore::open_deferred(&path).map_err(|e| SessionError::Store(e.to_string()))?;
-        let cwd = PathBuf::from(&opening.header().cwd);
+        let store_error = |e: crate::store::StoreError| SessionError::Store(e.to_string());
+        let opened = SessionStore::open_header(&path).map_err(store_error)?;
+        let cwd = PathBuf::from(&opened.header().cwd);
         if !cwd.is_dir() {
             return Err(SessionError::Store(format!(
                 "Stored session working directory does not exist: {}\nSession file: {}\nCurrent working directory: {}",
@@ -177,6 +177,13 @@ impl AgentSession {
                 self.config.cwd.display()
             )));
         }
+        // A file that is not long is read before anything changes, so that a read error
+        // leaves the current session as it was.
+        let next = if opened.is_long() {
+            Err(opened)
+        } else {
+            Ok(opened.read().map_err(store_error)?)
+        };
         if cwd != self.config.cwd {
             self.config.cwd = cwd;
             if !self.config.no_context_files {
@@ -197,7 +204,20 @@ impl AgentSession {
             SessionStore::in_memory(&self.config.cwd),
         );
         let old_messages = std::mem::take(&mut self.conversation.lock().messages);
-        opening.discard((old_store, old_messages));
+        let opening = match next {
+            Ok(opening) => {
+                opening.discard((old_store, old_messages));
+                opening
+            }
+            Err(opened) => {
+                // A long file: the session left is freed before the file's bytes are read,
+                // or both would be held at once (see `LONG_FILE_BYTES`). That takes some
+                // milliseconds here, and a read error now leaves the empty stand-in
+                // session, as a failed parse does in `settle`.
+                drop((old_store, old_messages));
+                opened.read().map_err(store_error)?
+            }
+        };
         self.opening = Some(opening);
         Ok(())
     }
@@ -364,7 +384,7 @@ impl AgentSession {
             ..SessionStats::default()
         };
         for message in messages {
-            match message {
+            match &**message {
                 AgentMessage::User(_) => stats.user_messages += 1,
                 AgentMessage::ToolResult(_) => stats.tool_results += 1,
                 AgentMessage::Assistant(a) => {

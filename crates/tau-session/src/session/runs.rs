@@ -377,8 +377,8 @@ async fn remind_of_todos(
         return false;
     };
     host.events.emit(reminder.event).await;
-    let message = reminder.message;
-    host.conversation.lock().messages.push(message.clone());
+    let message = Arc::new(reminder.message);
+    host.conversation.lock().messages.push(Arc::clone(&message));
     host.conversation
         .persist(|store| store.append_message(message));
     true
@@ -442,7 +442,7 @@ async fn retry_after_failure(
     let sleep_cancel = CancellationToken::new();
     {
         let mut state = host.conversation.lock();
-        if matches!(state.messages.last(), Some(AgentMessage::Assistant(a)) if a.stop_reason == tau_protocol::StopReason::Error)
+        if matches!(state.messages.last().map(|m| &**m), Some(AgentMessage::Assistant(a)) if a.stop_reason == tau_protocol::StopReason::Error)
         {
             state.messages.pop();
         }

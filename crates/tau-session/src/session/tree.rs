@@ -3,6 +3,8 @@
 //! the branch left behind written where the conversation goes back to. pi's RPC mode has no
 //! command for this; extensions' commands reach it.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use tau_ai::provider::CancellationToken;
 use tau_protocol::{AgentMessage, CompactionSummaryMessage};
@@ -175,11 +177,11 @@ impl AgentSession {
             }
             None => None,
         };
-        let (new_leaf, editor_text) = match &target.kind {
-            EntryKind::Message {
-                message: AgentMessage::User(user),
-            } => (target.parent_id.clone(), Some(user.content.text(""))),
-            EntryKind::CustomMessage { content, .. } => {
+        let (new_leaf, editor_text) = match (&target.kind, target.message()) {
+            (_, Some(AgentMessage::User(user))) => {
+                (target.parent_id.clone(), Some(user.content.text("")))
+            }
+            (EntryKind::CustomMessage { content, .. }, _) => {
                 (target.parent_id.clone(), Some(content.text("")))
             }
             _ => (Some(target_id.to_owned()), None),
@@ -275,20 +277,22 @@ fn branch_messages(entries: &[SessionEntry], budget: u64) -> (Vec<AgentMessage>,
     let mut kept = Vec::new();
     let mut used = 0u64;
     for entry in entries.iter().rev() {
-        let message = match &entry.kind {
-            EntryKind::Message {
-                message: AgentMessage::ToolResult(_),
-            } => None,
-            EntryKind::Compaction {
-                summary,
-                tokens_before,
-                ..
-            } => Some(AgentMessage::CompactionSummary(CompactionSummaryMessage {
+        let message = match (&entry.kind, entry.message()) {
+            (_, Some(AgentMessage::ToolResult(_))) => None,
+            (
+                EntryKind::Compaction {
+                    summary,
+                    tokens_before,
+                    ..
+                },
+                _,
+            ) => Some(AgentMessage::CompactionSummary(CompactionSummaryMessage {
                 summary: summary.clone(),
                 tokens_before: *tokens_before,
                 timestamp: 0,
             })),
-            _ => context_message(entry),
+            // The summary request owns its messages; a branch summary is rare.
+            _ => context_message(entry).map(Arc::unwrap_or_clone),
         };
         let Some(message) = message else { continue };
         file_ops.add_message(&message);
