@@ -258,8 +258,8 @@ async fn stream_reply(
     let mut events = stream(&spec.client, &spec.model, &context, options);
     let mut started = false;
     let mut last_partial: Option<AssistantMessage> = None;
-    while let Some(event) = events.next().await {
-        match event {
+    while let Some(event) = events.next_boxed().await {
+        match *event {
             AssistantMessageEvent::Start { partial } => {
                 started = true;
                 host.emit(AgentEvent::MessageStart {
@@ -272,10 +272,11 @@ async fn stream_reply(
             | AssistantMessageEvent::Error { error: message, .. } => {
                 return end_reply(host, message, started).await;
             }
-            update => {
+            // The box the provider sent goes on as it is: no copy of the event.
+            _ => {
                 host.emit(AgentEvent::MessageUpdate {
                     usage: None,
-                    assistant_message_event: Box::new(update),
+                    assistant_message_event: event,
                     message: None,
                 })
                 .await;

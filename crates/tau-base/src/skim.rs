@@ -42,21 +42,30 @@ impl<'a> Cursor<'a> {
         Ok(value)
     }
 
+    #[inline]
     fn bytes(&self) -> &'a [u8] {
         self.src.as_bytes()
     }
 
+    #[inline]
     fn skip_ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes().get(self.pos) {
             self.pos += 1;
         }
     }
 
+    #[inline]
     fn peek(&mut self) -> Option<u8> {
+        // Providers send compact JSON: the next byte is nearly always the value itself.
+        let next = *self.bytes().get(self.pos)?;
+        if next > b' ' {
+            return Some(next);
+        }
         self.skip_ws();
         self.bytes().get(self.pos).copied()
     }
 
+    #[inline]
     fn expect(&mut self, byte: u8) -> Skim<()> {
         if self.peek() != Some(byte) {
             return Err(Unreadable);
@@ -66,6 +75,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// True (and consumed) when the next value is `null`.
+    #[inline]
     pub fn null(&mut self) -> bool {
         if self.peek() == Some(b'n') && self.bytes().get(self.pos..self.pos + 4) == Some(b"null") {
             self.pos += 4;
@@ -74,37 +84,29 @@ impl<'a> Cursor<'a> {
         false
     }
 
-    /// Just after an opening quote: moves past the closing quote and says whether the string
-    /// had escapes.
-    fn string_body(&mut self) -> Skim<bool> {
+    /// Just after an opening quote: moves past the closing quote and says what the string
+    /// holds besides plain characters.
+    #[inline]
+    fn string_body(&mut self) -> Skim<Body> {
         let bytes = self.bytes();
         let mut pos = self.pos;
-        let mut escaped = false;
-        // Keys and deltas are short: a plain loop beats memchr's dispatch on the first
-        // bytes; memchr wins on long strings.
-        let short_end = bytes.len().min(pos + 24);
-        while pos < short_end {
-            match bytes[pos] {
-                b'"' => {
+        let mut body = Body::default();
+        loop {
+            pos = next_special(bytes, pos).ok_or(Unreadable)?;
+            match bytes.get(pos) {
+                Some(b'"') => {
                     self.pos = pos + 1;
-                    return Ok(escaped);
+                    return Ok(body);
                 }
-                b'\\' => {
-                    escaped = true;
+                Some(b'\\') => {
+                    body.escaped = true;
                     pos += 2;
                 }
-                _ => pos += 1,
+                _ => {
+                    body.control = true;
+                    pos += 1;
+                }
             }
-        }
-        loop {
-            let rest = bytes.get(pos..).ok_or(Unreadable)?;
-            pos += memchr::memchr2(b'"', b'\\', rest).ok_or(Unreadable)?;
-            if bytes[pos] == b'"' {
-                self.pos = pos + 1;
-                return Ok(escaped);
-            }
-            escaped = true;
-            pos += 2;
         }
     }
 
@@ -115,17 +117,24 @@ impl<'a> Cursor<'a> {
     fn skip_string_body(&mut self) -> Skim<()> {
         let bytes = self.bytes();
         let start = self.pos;
-        let short_end = bytes.len().min(start + 24);
+        // Most skipped strings (keys, ids, object names) are short and plain: a few words
+        // settle them before memchr's set-up would pay off.
         let mut pos = start;
-        while pos < short_end {
-            match bytes[pos] {
-                b'"' => {
-                    self.pos = pos + 1;
+        while pos < start + 32 {
+            let Some(word) = word_at(bytes, pos) else {
+                break;
+            };
+            let found = quote_or_backslash(word);
+            if found != 0 {
+                let at = pos + (found.trailing_zeros() / 8) as usize;
+                if bytes.get(at) == Some(&b'"') {
+                    self.pos = at + 1;
                     return Ok(());
                 }
-                b'\\' => break,
-                _ => pos += 1,
+                pos = at;
+                break;
             }
+            pos += 8;
         }
         loop {
             let rest = bytes.get(pos..).ok_or(Unreadable)?;
@@ -152,19 +161,19 @@ impl<'a> Cursor<'a> {
         }
         self.expect(b'"')?;
         let start = self.pos;
-        let escaped = self.string_body()?;
-        let body = self.src.get(start..self.pos - 1).ok_or(Unreadable)?;
-        if escaped {
+        let body = self.string_body()?;
+        // JSON forbids raw control characters inside strings; leave those to serde_json.
+        if body.control {
+            return Err(Unreadable);
+        }
+        if body.escaped {
             let quoted = self.src.get(start - 1..self.pos).ok_or(Unreadable)?;
             return serde_json::from_str::<String>(quoted)
                 .map(|s| Some(Cow::Owned(s)))
                 .map_err(|_| Unreadable);
         }
-        // JSON forbids raw control characters inside strings; leave those to serde_json.
-        if body.bytes().any(|b| b < 0x20) {
-            return Err(Unreadable);
-        }
-        Ok(Some(Cow::Borrowed(body)))
+        let text = self.src.get(start..self.pos - 1).ok_or(Unreadable)?;
+        Ok(Some(Cow::Borrowed(text)))
     }
 
     /// Steps over one value of any kind.
@@ -241,7 +250,7 @@ impl<'a> Cursor<'a> {
         loop {
             self.expect(b'"')?;
             let start = self.pos;
-            if self.string_body()? {
+            if self.string_body()?.escaped {
                 // Keys the hot path reads never need escapes; leave the rare escaped key to
                 // serde_json.
                 return Err(Unreadable);
@@ -285,6 +294,59 @@ impl<'a> Cursor<'a> {
             }
         }
     }
+}
+
+/// What a string's body holds besides plain characters.
+#[derive(Debug, Default, Clone, Copy)]
+struct Body {
+    /// A backslash escape.
+    escaped: bool,
+    /// A raw control character, which JSON forbids.
+    control: bool,
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The eight bytes at `pos`, the first in the lowest bits.
+#[inline]
+fn word_at(bytes: &[u8], pos: usize) -> Option<u64> {
+    let eight: [u8; 8] = bytes.get(pos..pos.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_le_bytes(eight))
+}
+
+/// The high bit of every byte of `word` that is zero. A byte is only marked wrongly above a
+/// zero byte (the subtraction borrows from it), so the lowest mark is always right: the
+/// scans below only ever act on the lowest.
+#[inline]
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(ONES) & !word & HIGHS
+}
+
+/// Marks the quotes and backslashes of `word` (the lowest mark exact, see [`zero_bytes`]).
+#[inline]
+fn quote_or_backslash(word: u64) -> u64 {
+    zero_bytes(word ^ (ONES * u64::from(b'"'))) | zero_bytes(word ^ (ONES * u64::from(b'\\')))
+}
+
+/// From `pos` inside a string, where the next quote, backslash or control character is.
+/// Eight bytes at a time: a reply's deltas and the keys around them are a few bytes long,
+/// too short for memchr's set-up, and a byte loop costs several instructions a byte.
+#[inline]
+fn next_special(bytes: &[u8], mut pos: usize) -> Option<usize> {
+    while let Some(word) = word_at(bytes, pos) {
+        // Bytes below 0x20, marked like `zero_bytes` marks zeros (the lowest mark exact).
+        let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+        let found = quote_or_backslash(word) | control;
+        if found != 0 {
+            return Some(pos + (found.trailing_zeros() / 8) as usize);
+        }
+        pos += 8;
+    }
+    let rest = bytes.get(pos..)?;
+    rest.iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|at| pos + at)
 }
 
 #[cfg(test)]
@@ -382,6 +444,26 @@ mod tests {
             );
             for cut in (0..src.len()).filter(|&i| src.is_char_boundary(i)) {
                 proptest::prop_assert_eq!(members(&src[..cut]).map(|_| ()), Err(Unreadable));
+            }
+        }
+
+        /// The word-at-a-time string scan reads what serde_json reads, whatever the length
+        /// (words and the byte tail) and wherever the quotes, escapes, control characters
+        /// and multi-byte characters fall; it declines what serde_json refuses.
+        #[test]
+        fn strings_read_as_serde_reads_them(
+            raw in "[a\"\\\\\u{1}\u{1f}\n\u{7f}\u{e9}\u{2028}x/]{0,40}",
+            pad in 0usize..9,
+        ) {
+            let read = |src: &str| Cursor::document(src, |c| c.string()).map(|s| s.map(Cow::into_owned));
+            // Any text, encoded: read back exactly.
+            let encoded = format!("{}{}", " ".repeat(pad), serde_json::to_string(&raw).unwrap_or_default());
+            proptest::prop_assert_eq!(read(&encoded), Ok(Some(raw.clone())));
+            // The same characters taken as a string's raw body: valid JSON or not.
+            let src = format!("{}\"{raw}\"", " ".repeat(pad));
+            match serde_json::from_str::<String>(&src) {
+                Ok(text) => proptest::prop_assert_eq!(read(&src), Ok(Some(text)), "{}", src),
+                Err(_) => proptest::prop_assert_eq!(read(&src), Err(Unreadable), "{}", src),
             }
         }
     }

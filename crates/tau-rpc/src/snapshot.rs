@@ -221,10 +221,26 @@ fn write_delta_open(out: &mut impl Write, event: &AssistantMessageEvent) -> io::
         _ => return Ok(false),
     };
     out.write_all(head)?;
-    write!(out, "{content_index}")?;
+    match u8::try_from(*content_index) {
+        // A message has a handful of blocks: one digit, without the formatting machinery.
+        Ok(digit @ 0..=9) => out.write_all(&[b'0' + digit])?,
+        _ => write!(out, "{content_index}")?,
+    }
     out.write_all(br#","delta":"#)?;
-    serde_json::to_writer(&mut *out, delta).map_err(io::Error::other)?;
+    write_json_string(out, delta)?;
     Ok(true)
+}
+
+/// Writes `text` as a JSON string exactly as serde_json does. A delta seldom holds anything
+/// to escape (serde_json escapes only `"`, `\` and control characters); then it goes out
+/// as it is, without serde_json's escape loop over every byte.
+fn write_json_string(out: &mut impl Write, text: &str) -> io::Result<()> {
+    if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        return serde_json::to_writer(&mut *out, text).map_err(io::Error::other);
+    }
+    out.write_all(b"\"")?;
+    out.write_all(text.as_bytes())?;
+    out.write_all(b"\"")
 }
 
 fn has_partial(event: &AssistantMessageEvent) -> bool {
@@ -454,6 +470,30 @@ mod tests {
         };
         assert!(matches!(write_delta_open(&mut out, &start), Ok(false)));
         assert!(out.is_empty());
+    }
+
+    proptest::proptest! {
+        /// The hand-written delta, plain text written as it is included, is serde_json's
+        /// byte for byte, whatever the text and the index.
+        #[test]
+        fn any_delta_matches_serde(
+            delta in "[a0\"\\\\\u{1}\u{1f}\n\u{7f}\u{e9}\u{2028}</ ]{0,12}",
+            content_index in 0usize..40,
+        ) {
+            let event = AssistantMessageEvent::TextDelta {
+                content_index,
+                delta,
+                partial: None,
+            };
+            let mut out = Vec::new();
+            proptest::prop_assert!(matches!(write_delta_open(&mut out, &event), Ok(true)));
+            out.push(b'}');
+            let by_serde = serde_json::to_vec(&event).unwrap_or_default();
+            proptest::prop_assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&by_serde)
+            );
+        }
     }
 
     fn message() -> AssistantMessage {

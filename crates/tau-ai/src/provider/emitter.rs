@@ -13,7 +13,10 @@ use super::{Op, ProviderError};
 /// Accumulates the message and sends events to the consumer.
 pub(crate) struct Emitter {
     message: AssistantMessage,
-    tx: mpsc::Sender<AssistantMessageEvent>,
+    /// Events travel boxed: one carries a whole message (a few hundred bytes) in some
+    /// variants, and every move through the channel and the futures on either side would
+    /// copy all of it, for every delta (a sixth of a streamed reply's work when they did).
+    tx: mpsc::Sender<Box<AssistantMessageEvent>>,
     include_partial: bool,
     cost: tau_protocol::ModelCost,
     /// Raw argument text of each tool call, by content index.
@@ -24,7 +27,7 @@ pub(crate) struct Emitter {
 impl Emitter {
     pub fn new(
         model: &Model,
-        tx: mpsc::Sender<AssistantMessageEvent>,
+        tx: mpsc::Sender<Box<AssistantMessageEvent>>,
         include_partial: bool,
     ) -> Self {
         Self {
@@ -52,15 +55,25 @@ impl Emitter {
         self.include_partial.then(|| self.message.clone())
     }
 
-    async fn send(&self, event: AssistantMessageEvent) {
-        let _ = self.tx.send(event).await;
+    /// Takes the event boxed, so it is built straight into its box and the future waiting
+    /// on a full channel holds only the pointer.
+    async fn send(&self, event: Box<AssistantMessageEvent>) {
+        // The consumer keeps up nearly always: a free slot takes the event without the
+        // semaphore's wait machinery. A full channel waits, in order, as before.
+        match self.tx.try_send(event) {
+            Err(mpsc::error::TrySendError::Full(event)) => {
+                let _ = self.tx.send(event).await;
+            }
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
     }
 
     async fn ensure_started(&mut self) {
         if !self.started {
             self.started = true;
             let partial = self.message.clone();
-            self.send(AssistantMessageEvent::Start { partial }).await;
+            self.send(Box::new(AssistantMessageEvent::Start { partial }))
+                .await;
         }
     }
 
@@ -84,10 +97,10 @@ impl Emitter {
                 }));
                 let content_index = self.message.content.len() - 1;
                 let partial = self.partial();
-                self.send(AssistantMessageEvent::TextStart {
+                self.send(Box::new(AssistantMessageEvent::TextStart {
                     content_index,
                     partial,
-                })
+                }))
                 .await;
             }
             Op::TextDelta { index, text } => {
@@ -96,11 +109,11 @@ impl Emitter {
                     _ => return Err(bad_index(index)),
                 }
                 let partial = self.partial();
-                self.send(AssistantMessageEvent::TextDelta {
+                self.send(Box::new(AssistantMessageEvent::TextDelta {
                     content_index: index,
                     delta: text,
                     partial,
-                })
+                }))
                 .await;
             }
             Op::TextSignature { index, signature } => match self.message.content.get_mut(index) {
@@ -113,11 +126,11 @@ impl Emitter {
                     _ => return Err(bad_index(index)),
                 };
                 let partial = self.partial();
-                self.send(AssistantMessageEvent::TextEnd {
+                self.send(Box::new(AssistantMessageEvent::TextEnd {
                     content_index: index,
                     content,
                     partial,
-                })
+                }))
                 .await;
             }
             Op::ThinkingStart { redacted } => {
@@ -128,10 +141,10 @@ impl Emitter {
                 }));
                 let content_index = self.message.content.len() - 1;
                 let partial = self.partial();
-                self.send(AssistantMessageEvent::ThinkingStart {
+                self.send(Box::new(AssistantMessageEvent::ThinkingStart {
                     content_index,
                     partial,
-                })
+                }))
                 .await;
             }
             Op::ThinkingDelta { index, text } => {
@@ -140,11 +153,11 @@ impl Emitter {
                     _ => return Err(bad_index(index)),
                 }
                 let partial = self.partial();
-                self.send(AssistantMessageEvent::ThinkingDelta {
+                self.send(Box::new(AssistantMessageEvent::ThinkingDelta {
                     content_index: index,
                     delta: text,
                     partial,
-                })
+                }))
                 .await;
             }
             Op::ThinkingSignature {
@@ -164,11 +177,11 @@ impl Emitter {
                     _ => return Err(bad_index(index)),
                 };
                 let partial = self.partial();
-                self.send(AssistantMessageEvent::ThinkingEnd {
+                self.send(Box::new(AssistantMessageEvent::ThinkingEnd {
                     content_index: index,
                     content,
                     partial,
-                })
+                }))
                 .await;
             }
             Op::ToolCallStart { id, name } => {
@@ -182,12 +195,12 @@ impl Emitter {
                 }));
                 let content_index = self.message.content.len() - 1;
                 let partial = self.partial();
-                self.send(AssistantMessageEvent::ToolCallStart {
+                self.send(Box::new(AssistantMessageEvent::ToolCallStart {
                     content_index,
                     id: Some(event_id),
                     tool_name: Some(event_name),
                     partial,
-                })
+                }))
                 .await;
             }
             Op::ToolCallDelta { index, json } => {
@@ -205,11 +218,11 @@ impl Emitter {
                     }
                 }
                 let partial = self.partial();
-                self.send(AssistantMessageEvent::ToolCallDelta {
+                self.send(Box::new(AssistantMessageEvent::ToolCallDelta {
                     content_index: index,
                     delta: json,
                     partial,
-                })
+                }))
                 .await;
             }
             Op::ToolCallSignature { index, signature } => match self.message.content.get_mut(index)
@@ -230,11 +243,11 @@ impl Emitter {
                     _ => return Err(bad_index(index)),
                 };
                 let partial = self.partial();
-                self.send(AssistantMessageEvent::ToolCallEnd {
+                self.send(Box::new(AssistantMessageEvent::ToolCallEnd {
                     content_index: index,
                     tool_call,
                     partial,
-                })
+                }))
                 .await;
             }
             Op::Usage(usage) => self.message.usage = usage,
@@ -268,10 +281,10 @@ impl Emitter {
                 .unwrap_or_else(|| "An unknown error occurred".into());
             return self.fail(ProviderError::Stream(error)).await;
         }
-        self.send(AssistantMessageEvent::Done {
+        self.send(Box::new(AssistantMessageEvent::Done {
             reason,
             message: self.message.clone(),
-        })
+        }))
         .await;
     }
 
@@ -293,10 +306,10 @@ impl Emitter {
         {
             self.message.retry_after_ms = Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
         }
-        self.send(AssistantMessageEvent::Error {
+        self.send(Box::new(AssistantMessageEvent::Error {
             reason,
             error: self.message.clone(),
-        })
+        }))
         .await;
     }
 
@@ -348,7 +361,7 @@ mod tests {
         emitter.finish().await;
         let mut done = None;
         while let Some(event) = rx.recv().await {
-            if let AssistantMessageEvent::Done { message, .. } = event {
+            if let AssistantMessageEvent::Done { message, .. } = *event {
                 done = Some(message);
             }
         }

@@ -386,13 +386,19 @@ pub fn http_client() -> reqwest::Client {
 
 /// The events of one streamed assistant message.
 pub struct AssistantStream {
-    rx: mpsc::Receiver<AssistantMessageEvent>,
+    rx: mpsc::Receiver<Box<AssistantMessageEvent>>,
     task: Option<JoinHandle<()>>,
 }
 
 impl AssistantStream {
     /// The next event; `None` after `done`/`error`.
     pub async fn next(&mut self) -> Option<AssistantMessageEvent> {
+        self.rx.recv().await.map(|event| *event)
+    }
+
+    /// [`AssistantStream::next`] as the event travelled: boxed, for a consumer that keeps
+    /// it boxed (an `AgentEvent::MessageUpdate` holds it so).
+    pub async fn next_boxed(&mut self) -> Option<Box<AssistantMessageEvent>> {
         self.rx.recv().await
     }
 

@@ -423,8 +423,10 @@ mod wire {
         pub id: Option<Cow<'a, str>>,
         #[serde(borrow, default)]
         pub model: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        pub choices: Option<Vec<Choice<'a>>>,
+        /// The first of `choices`, the only one tau reads; holding no `Vec` spares an
+        /// allocation per chunk.
+        #[serde(borrow, default, rename = "choices", deserialize_with = "first_choice")]
+        pub choice: Option<Choice<'a>>,
         #[serde(default)]
         pub usage: Option<Value>,
         #[serde(default)]
@@ -462,7 +464,7 @@ mod wire {
             let mut chunk = Chunk {
                 id: None,
                 model: None,
-                choices: None,
+                choice: None,
                 usage: None,
                 error: None,
             };
@@ -472,18 +474,16 @@ mod wire {
                         "id" => chunk.id = c.string()?,
                         "model" => chunk.model = c.string()?,
                         "choices" => {
-                            let mut choices = Vec::with_capacity(1);
-                            if c.array(|c, index| {
+                            chunk.choice = None;
+                            c.array(|c, index| {
                                 // Only the first choice is ever read.
                                 if index == 0 {
-                                    choices.push(Choice::skim(c)?);
+                                    chunk.choice = Some(Choice::skim(c)?);
                                     Ok(())
                                 } else {
                                     c.skip()
                                 }
-                            })? {
-                                chunk.choices = Some(choices);
-                            }
+                            })?;
                         }
                         "usage" => chunk.usage = value(c)?,
                         "error" => chunk.error = value(c)?,
@@ -541,6 +541,42 @@ mod wire {
             })?;
             Ok(present.then_some(delta))
         }
+    }
+
+    /// `choices` (an array or `null`) to its first element. The others are still read as
+    /// choices and dropped, so that serde_json refuses the same documents as before.
+    fn first_choice<'de: 'a, 'a, D>(deserializer: D) -> Result<Option<Choice<'a>>, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+    {
+        struct First<'a>(std::marker::PhantomData<Choice<'a>>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for First<'a> {
+            type Value = Option<Choice<'a>>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of choices or null")
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_some<D: serde::Deserializer<'de>>(
+                self,
+                deserializer: D,
+            ) -> Result<Self::Value, D::Error> {
+                deserializer.deserialize_seq(self)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<Choice<'a>>()?;
+                while seq.next_element::<Choice<'a>>()?.is_some() {}
+                Ok(first)
+            }
+        }
+        deserializer.deserialize_option(First(std::marker::PhantomData))
     }
 
     /// `null` is absent, as serde's `Option<Value>` has it.
@@ -643,12 +679,7 @@ impl Adapter for Decoder {
                 ops.push(Op::ResponseModel(model.to_string()));
             }
         }
-        let mut choices = chunk.choices.unwrap_or_default();
-        let choice = if choices.is_empty() {
-            None
-        } else {
-            Some(choices.swap_remove(0))
-        };
+        let choice = chunk.choice;
         if let Some(usage) = chunk
             .usage
             .as_ref()
