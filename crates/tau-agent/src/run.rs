@@ -114,6 +114,8 @@ pub async fn run(
     host.emit(AgentEvent::AgentStart).await;
     host.emit(AgentEvent::TurnStart).await;
     for message in prompts {
+        // A prompt the session took from its queues leaves the reported queue here.
+        host.delivering().await;
         deliver(host, message, &mut added).await;
     }
     let continuing = prompts_were_empty;

@@ -183,6 +183,23 @@ pub(crate) fn context_to_llm(messages: &[Arc<AgentMessage>]) -> Vec<Message> {
         .collect()
 }
 
+impl Host {
+    /// Waits until the input loop has carried out what the extensions' `agent_end` handlers
+    /// did (a `sendUserMessage` queued as a follow-up), so the client hears it before the run's
+    /// end, as in pi where it happens inside the handler. If the loop is itself waiting on this
+    /// run (an `abort`, stdin closing), the wait gives up quickly.
+    async fn actions_applied(&self, extensions: &tau_extensions::Extensions) {
+        if self.cancel.is_cancelled() || !extensions.subscribed("agent_end") {
+            return;
+        }
+        tokio::select! {
+            () = extensions.actions_applied() => {}
+            () = self.cancel.cancelled() => {}
+            () = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
+        }
+    }
+}
+
 /// The [`RunHost`] of a session's runs.
 pub(crate) struct Host {
     pub conversation: Arc<Conversation>,
@@ -345,6 +362,9 @@ impl RunHost for Host {
         Box::pin(async move {
             if let Some(extensions) = &self.extensions {
                 self.tell_extensions(extensions, &event).await;
+                if matches!(event, AgentEvent::AgentEnd { .. }) {
+                    self.actions_applied(extensions).await;
+                }
             }
             self.events.emit(SessionEvent::Agent(event)).await;
         })
@@ -450,10 +470,11 @@ impl RunHost for Host {
         Box::pin(async move {
             let update = {
                 let mut state = self.conversation.lock();
-                state.delivering.pop_front();
-                state.queue_update()
+                state.delivering.pop_front().map(|_| state.queue_update())
             };
-            self.events.emit(update).await;
+            if let Some(update) = update {
+                self.events.emit(update).await;
+            }
         })
     }
 

@@ -322,22 +322,23 @@ async fn continues_for_extensions(
         () = tokio::time::sleep(std::time::Duration::from_millis(500)) => return None,
     }
     // pi's continuation takes the whole steering queue, else the whole follow-up queue,
-    // whatever the queue modes.
-    let (taken, update) = {
+    // whatever the queue modes. They stay in the reported queue until each is delivered (its
+    // `queue_update` after the new run's `turn_start`, as pi's).
+    let taken = {
         let mut state = host.conversation.lock();
-        let taken: Vec<_> = if state.steering.is_empty() {
-            state.follow_up.drain(..).collect()
-        } else {
+        let steering = !state.steering.is_empty();
+        let taken: Vec<_> = if steering {
             state.steering.drain(..).collect()
+        } else {
+            state.follow_up.drain(..).collect()
         };
-        let shown = taken.iter().any(|q| q.text.is_some());
-        (taken, shown.then(|| state.queue_update()))
+        state
+            .delivering
+            .extend(taken.iter().map(|q| (steering, q.text.clone())));
+        taken
     };
     if taken.is_empty() {
         return None;
-    }
-    if let Some(update) = update {
-        host.events.emit(update).await;
     }
     Some(taken.into_iter().map(|q| q.message).collect())
 }

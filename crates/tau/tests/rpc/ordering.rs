@@ -48,6 +48,11 @@ fn records_until(t: &mut Tau, stop: impl Fn(&Value) -> bool) -> Vec<String> {
                 json["type"].as_str().unwrap_or_default(),
                 json["message"]["role"].as_str().unwrap_or_default()
             ),
+            "queue_update" => format!(
+                "queue_update:{}",
+                json["followUp"].as_array().map_or(0, Vec::len)
+                    + json["steering"].as_array().map_or(0, Vec::len)
+            ),
             other => other.to_string(),
         };
         let done = stop(&json);
@@ -146,4 +151,38 @@ fn a_command_that_starts_a_run_is_answered_before_the_run_begins() {
             "{seen:?}"
         );
     }
+}
+
+/// An `agent_end` handler's `sendUserMessage` (a follow-up): as in pi, the queue shows it before
+/// the run's end, and it leaves the queue after the next run's `turn_start`, right before its
+/// `message_start`.
+#[test]
+fn a_follow_up_from_agent_end_is_queued_before_the_end_and_delivered_after_turn_start() {
+    let (mock, mut t) = start();
+    t.send(&json!({"id": "f", "type": "prompt", "message": "/follow-once"}));
+    records_until(&mut t, |r| r["type"] == "response" && r["id"] == "f");
+    mock.push(Reply::text("first"));
+    mock.push(Reply::text("second"));
+    t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let seen = records_until(&mut t, |r| r["type"] == "agent_settled");
+    let first_end = position(&seen, "agent_end");
+    assert!(position(&seen, "queue_update:1") < first_end, "{seen:?}");
+    let rest = &seen[first_end + 1..];
+    let delivered: Vec<&str> = rest
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !s.starts_with("message_update"))
+        .take(5)
+        .collect();
+    assert_eq!(
+        delivered,
+        [
+            "agent_start",
+            "turn_start",
+            "queue_update:0",
+            "message_start:user",
+            "message_end:user"
+        ],
+        "{seen:?}"
+    );
 }
