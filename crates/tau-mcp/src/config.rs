@@ -1,0 +1,395 @@
+//! The `mcpServers` configuration: parsing the map Claude Code and Cursor use (in tau's
+//! settings, a project `.mcp.json`, a `--mcp-config` file), `${VAR}` expansion, and merging
+//! layers by precedence. Which layers may be used at all (trust) is the caller's decision.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+/// One configured server, by the name its tools are prefixed with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    pub name: String,
+    pub config: ServerConfig,
+}
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerConfig {
+    Stdio(StdioConfig),
+    Http(HttpConfig),
+}
+
+/// A server started as a child process speaking MCP on its stdin and stdout.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StdioConfig {
+    pub command: String,
+    pub args: Vec<String>,
+    /// Added to tau's own environment.
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+}
+
+/// A server reached over HTTP.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    pub url: String,
+    pub headers: BTreeMap<String, String>,
+    /// What the entry asked for; both are served through the Streamable HTTP transport
+    /// (decision T86).
+    pub transport: HttpTransport,
+}
+
+/// The `type` an HTTP entry gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpTransport {
+    StreamableHttp,
+    /// `type: "sse"`, the protocol's older HTTP+SSE transport.
+    Sse,
+}
+
+// Env values and headers hold tokens; Debug (and so every log line and error built from
+// it) shows their names only.
+impl fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .finish()
+    }
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+/// A bad entry of an `mcpServers` map; the other entries are still used.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("MCP server \"{server}\": {reason}")]
+pub struct ConfigError {
+    pub server: String,
+    pub reason: ConfigErrorReason,
+}
+
+/// Why an entry was refused. Never carries a value from `env` or `headers`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigErrorReason {
+    #[error("the entry is not an object")]
+    NotAnObject,
+    #[error("the name is empty")]
+    EmptyName,
+    #[error("\"{field}\" must be {expected}")]
+    WrongType {
+        field: String,
+        expected: &'static str,
+    },
+    #[error(
+        "unknown \"type\" \"{0}\" (expected \"stdio\", \"http\", \"streamable-http\" or \"sse\")"
+    )]
+    UnknownType(String),
+    #[error("neither \"command\" nor \"url\" is given")]
+    NoCommandOrUrl,
+    #[error("a {kind} server needs \"{field}\"")]
+    Missing {
+        kind: &'static str,
+        field: &'static str,
+    },
+    #[error("\"{field}\" is empty")]
+    Empty { field: String },
+    #[error("\"{field}\" uses ${{{variable}}}, which is not set and has no default")]
+    MissingVariable { field: String, variable: String },
+    #[error("\"url\" must start with http:// or https://")]
+    BadUrl,
+    #[error("header name \"{0}\" is not valid")]
+    BadHeaderName(String),
+    #[error("the value of header \"{0}\" is not valid")]
+    BadHeaderValue(String),
+}
+
+/// A whole configuration document that cannot be read at all.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigFileError {
+    #[error("not valid JSON: {0}")]
+    Json(String),
+    #[error("the document is not a JSON object")]
+    NotAnObject,
+    #[error("\"mcpServers\" must be an object")]
+    ServersNotAnObject,
+}
+
+/// The servers of one layer, and the entries that were refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParsedServers {
+    pub servers: Vec<McpServer>,
+    pub errors: Vec<ConfigError>,
+}
+
+/// Reads an environment variable for `${VAR}` expansion; `None` when unset.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment, as Claude Code reads it: a variable set to the empty string is
+/// set.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Parses a configuration document: `{"mcpServers": {...}}` (`.mcp.json`, `--mcp-config`
+/// files). A document without `mcpServers` has no servers.
+pub fn parse_config_document(
+    text: &str,
+    env: EnvLookup<'_>,
+) -> Result<ParsedServers, ConfigFileError> {
+    let document: Value =
+        serde_json::from_str(text).map_err(|error| ConfigFileError::Json(error.to_string()))?;
+    let Value::Object(document) = document else {
+        return Err(ConfigFileError::NotAnObject);
+    };
+    match document.get("mcpServers") {
+        None | Some(Value::Null) => Ok(ParsedServers::default()),
+        Some(Value::Object(servers)) => Ok(parse_servers(servers, env)),
+        Some(_) => Err(ConfigFileError::ServersNotAnObject),
+    }
+}
+
+/// Parses the value of an `mcpServers` key (tau's settings hold one too), keeping the map's
+/// order.
+pub fn parse_servers(servers: &Map<String, Value>, env: EnvLookup<'_>) -> ParsedServers {
+    let mut parsed = ParsedServers::default();
+    for (name, entry) in servers {
+        match parse_entry(name, entry, env) {
+            Ok(config) => parsed.servers.push(McpServer {
+                name: name.clone(),
+                config,
+            }),
+            Err(reason) => parsed.errors.push(ConfigError {
+                server: name.clone(),
+                reason,
+            }),
+        }
+    }
+    parsed
+}
+
+/// Merges layers given highest precedence first (for example `--mcp-config` files, then the
+/// project's `.mcp.json`, then settings). A name defined in a higher layer replaces the whole
+/// entry of a lower one; nothing is merged field by field. The result lists the highest
+/// layer's servers first, each layer in its own order.
+pub fn merge_layers<I>(layers: I) -> Vec<McpServer>
+where
+    I: IntoIterator<Item = Vec<McpServer>>,
+{
+    let mut seen = HashSet::new();
+    let mut merged = Vec::new();
+    for layer in layers {
+        for server in layer {
+            if seen.insert(server.name.clone()) {
+                merged.push(server);
+            }
+        }
+    }
+    merged
+}
+
+fn parse_entry(
+    name: &str,
+    entry: &Value,
+    env: EnvLookup<'_>,
+) -> Result<ServerConfig, ConfigErrorReason> {
+    if name.is_empty() {
+        return Err(ConfigErrorReason::EmptyName);
+    }
+    let Value::Object(entry) = entry else {
+        return Err(ConfigErrorReason::NotAnObject);
+    };
+    let kind = optional_string(entry, "type")?;
+    let has_command = entry.get("command").is_some_and(|value| !value.is_null());
+    let has_url = entry.get("url").is_some_and(|value| !value.is_null());
+    match kind.as_deref() {
+        Some("stdio") => parse_stdio(entry, env),
+        Some("http" | "streamable-http" | "streamableHttp") => {
+            parse_http(entry, env, HttpTransport::StreamableHttp)
+        }
+        Some("sse") => parse_http(entry, env, HttpTransport::Sse),
+        Some(other) => Err(ConfigErrorReason::UnknownType(other.to_string())),
+        // Without a type, Claude Code takes `command` as stdio and `url` as HTTP.
+        None if has_command => parse_stdio(entry, env),
+        None if has_url => parse_http(entry, env, HttpTransport::StreamableHttp),
+        None => Err(ConfigErrorReason::NoCommandOrUrl),
+    }
+}
+
+fn parse_stdio(
+    entry: &Map<String, Value>,
+    env: EnvLookup<'_>,
+) -> Result<ServerConfig, ConfigErrorReason> {
+    let command = optional_string(entry, "command")?.ok_or(ConfigErrorReason::Missing {
+        kind: "stdio",
+        field: "command",
+    })?;
+    let command = expand(&command, "command", env)?;
+    if command.trim().is_empty() {
+        return Err(ConfigErrorReason::Empty {
+            field: "command".into(),
+        });
+    }
+    let args = match entry.get("args") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| {
+                let field = format!("args[{index}]");
+                match item {
+                    Value::String(text) => expand(text, &field, env),
+                    _ => Err(ConfigErrorReason::WrongType {
+                        field,
+                        expected: "a string",
+                    }),
+                }
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(ConfigErrorReason::WrongType {
+                field: "args".into(),
+                expected: "an array of strings",
+            });
+        }
+    };
+    let env_map = string_map(entry, "env", env)?;
+    let cwd = optional_string(entry, "cwd")?
+        .map(|cwd| expand(&cwd, "cwd", env))
+        .transpose()?
+        .filter(|cwd| !cwd.is_empty())
+        .map(PathBuf::from);
+    Ok(ServerConfig::Stdio(StdioConfig {
+        command,
+        args,
+        env: env_map,
+        cwd,
+    }))
+}
+
+fn parse_http(
+    entry: &Map<String, Value>,
+    env: EnvLookup<'_>,
+    transport: HttpTransport,
+) -> Result<ServerConfig, ConfigErrorReason> {
+    let url = optional_string(entry, "url")?.ok_or(ConfigErrorReason::Missing {
+        kind: "HTTP",
+        field: "url",
+    })?;
+    let url = expand(&url, "url", env)?;
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(ConfigErrorReason::BadUrl);
+    }
+    let headers = string_map(entry, "headers", env)?;
+    for (name, value) in &headers {
+        if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(ConfigErrorReason::BadHeaderName(name.clone()));
+        }
+        if http::HeaderValue::from_str(value).is_err() {
+            return Err(ConfigErrorReason::BadHeaderValue(name.clone()));
+        }
+    }
+    Ok(ServerConfig::Http(HttpConfig {
+        url,
+        headers,
+        transport,
+    }))
+}
+
+fn optional_string(
+    entry: &Map<String, Value>,
+    field: &str,
+) -> Result<Option<String>, ConfigErrorReason> {
+    match entry.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(ConfigErrorReason::WrongType {
+            field: field.to_string(),
+            expected: "a string",
+        }),
+    }
+}
+
+fn string_map(
+    entry: &Map<String, Value>,
+    field: &str,
+    env: EnvLookup<'_>,
+) -> Result<BTreeMap<String, String>, ConfigErrorReason> {
+    match entry.get(field) {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(key, value)| {
+                let item = format!("{field}.{key}");
+                match value {
+                    Value::String(text) => Ok((key.clone(), expand(text, &item, env)?)),
+                    // Cursor's files carry numbers and booleans in env now and then.
+                    Value::Number(number) => Ok((key.clone(), number.to_string())),
+                    Value::Bool(flag) => Ok((key.clone(), flag.to_string())),
+                    _ => Err(ConfigErrorReason::WrongType {
+                        field: item,
+                        expected: "a string",
+                    }),
+                }
+            })
+            .collect(),
+        Some(_) => Err(ConfigErrorReason::WrongType {
+            field: field.to_string(),
+            expected: "an object of strings",
+        }),
+    }
+}
+
+fn expand(text: &str, field: &str, env: EnvLookup<'_>) -> Result<String, ConfigErrorReason> {
+    expand_variables(text, env).map_err(|variable| ConfigErrorReason::MissingVariable {
+        field: field.to_string(),
+        variable,
+    })
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` as Claude Code does: a set variable (even to the
+/// empty string) gives its value, an unset one its default; `$VAR`, `${}` and an unclosed
+/// `${` stay as written. `Err` names the first variable that is unset without a default.
+pub fn expand_variables(text: &str, env: EnvLookup<'_>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let content = &after[..end];
+        if content.is_empty() {
+            out.push_str("${}");
+        } else {
+            let (name, default) = match content.split_once(":-") {
+                Some((name, default)) => (name, Some(default)),
+                None => (content, None),
+            };
+            match (env(name), default) {
+                (Some(value), _) => out.push_str(&value),
+                (None, Some(default)) => out.push_str(default),
+                (None, None) => return Err(name.to_string()),
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}

@@ -1,0 +1,22 @@
+//! MCP servers as tools, through the official Rust SDK (`rmcp`): the `mcpServers`
+//! configuration ([`config`]), the servers' connections and lifecycle ([`McpManager`]), and
+//! each server tool as a `tau_agent::AgentTool` ([`McpTool`]) named by [`names`].
+//!
+//! The session builds the server list (choosing which configuration layers are trusted),
+//! starts an [`McpManager`], asks it for [`McpManager::tools`] before each model call, and
+//! calls [`McpManager::shutdown`] when it ends. Decision T86 in `docs/decisions.md`.
+
+pub mod config;
+mod connection;
+mod manager;
+pub mod names;
+mod tool;
+
+pub use config::{
+    ConfigError, ConfigErrorReason, ConfigFileError, HttpConfig, HttpTransport, McpServer,
+    ParsedServers, ServerConfig, StdioConfig, expand_variables, merge_layers,
+    parse_config_document, parse_servers, process_env,
+};
+pub use manager::{McpError, McpManager, McpOptions, ServerState, ServerStatus};
+pub use names::{MAX_TOOL_NAME_LEN, NameAllocator, base_tool_name, is_valid_tool_name, sanitize};
+pub use tool::{McpTool, map_result};
