@@ -1,14 +1,16 @@
 //! The built-in model catalog and the per-provider default models.
 //!
 //! The catalog is `crates/tau-ai/data/models.json`, generated from pi's published catalog by
-//! `scripts/gen-catalog.mjs` (decision 21) and embedded in the binary. It is parsed the first
-//! time something asks for it, never at startup: a `tau --mode rpc` that answers `get_state`
-//! without a model must not pay for ~800 models.
+//! `scripts/gen-catalog.mjs` (decision 21), and turned into Rust data (`catalog_data.rs`) that
+//! the binary carries. The models are built the first time something asks for them, never at
+//! startup: a `tau --mode rpc` that answers `get_state` without a model must not pay for ~800.
 
 use std::sync::OnceLock;
 
-use tau_protocol::Model;
+use tau_protocol::{InputModality, Model, ModelCost};
 
+/// The catalog as pi publishes it: the source of `catalog_data.rs`, which tests keep equal to it.
+#[cfg(test)]
 const CATALOG_JSON: &str = include_str!("../../data/models.json");
 
 static CATALOG: OnceLock<Vec<Model>> = OnceLock::new();
@@ -16,17 +18,85 @@ static CATALOG: OnceLock<Vec<Model>> = OnceLock::new();
 /// The built-in models in pi's registry order (providers in catalog order, then each provider's
 /// models in catalog order).
 pub fn builtin_models() -> &'static [Model] {
-    CATALOG.get_or_init(|| match parse_catalog() {
-        Ok(models) => models,
-        Err(err) => {
-            // Unreachable with the checked-in file (a test parses it); if it happens anyway,
-            // models.json custom models keep working.
-            tracing::error!("the built-in model catalog does not parse: {err}");
-            Vec::new()
-        }
+    CATALOG.get_or_init(|| {
+        super::catalog_data::BUILTIN
+            .iter()
+            .map(BuiltinModel::to_model)
+            .collect()
     })
 }
 
+/// A built-in model as data laid out by the compiler (`catalog_data.rs`, generated from
+/// `data/models.json`). Why not the JSON: parsing its 290 KB was most of the instructions of a
+/// start-up that needs a model (9.8 M of them, 4.2 M without). Why spans into one text and no
+/// `&str`s: every pointer in a static costs a relocation the loader applies at every start,
+/// whether the catalog is used or not (6,600 of them, ~300 KB touched).
+pub(super) struct BuiltinModel {
+    pub id: Span,
+    pub name: Span,
+    pub api: Span,
+    pub provider: Span,
+    pub base_url: Span,
+    pub reasoning: bool,
+    /// `input` is `["text", "image"]` (else `["text"]`, the only two in the catalog).
+    pub image: bool,
+    /// `input`, `output`, `cacheRead`, `cacheWrite`.
+    pub cost: [f64; 4],
+    pub context_window: u64,
+    pub max_tokens: u64,
+    /// The fields that are JSON objects in the catalog, as their JSON text (few models have
+    /// them; parsing these small texts costs little).
+    pub thinking_level_map: Option<Span>,
+    pub headers: Option<Span>,
+    pub compat: Option<Span>,
+}
+
+/// A piece of `catalog_data::TEXT`: its byte offset and length.
+#[derive(Clone, Copy)]
+pub(super) struct Span(pub u32, pub u32);
+
+impl Span {
+    fn text(self) -> &'static str {
+        let (at, len) = (self.0 as usize, self.1 as usize);
+        super::catalog_data::TEXT
+            .get(at..at + len)
+            .unwrap_or_default()
+    }
+}
+
+impl BuiltinModel {
+    fn to_model(&self) -> Model {
+        fn json<T: serde::de::DeserializeOwned>(span: Option<Span>) -> Option<T> {
+            span.and_then(|s| serde_json::from_str(s.text()).ok())
+        }
+        Model {
+            id: self.id.text().to_owned(),
+            name: self.name.text().to_owned(),
+            api: self.api.text().to_owned(),
+            provider: self.provider.text().to_owned(),
+            base_url: self.base_url.text().to_owned(),
+            reasoning: self.reasoning,
+            thinking_level_map: json(self.thinking_level_map),
+            input: if self.image {
+                vec![InputModality::Text, InputModality::Image]
+            } else {
+                vec![InputModality::Text]
+            },
+            cost: ModelCost {
+                input: self.cost[0],
+                output: self.cost[1],
+                cache_read: self.cost[2],
+                cache_write: self.cost[3],
+            },
+            context_window: self.context_window,
+            max_tokens: self.max_tokens,
+            headers: json(self.headers),
+            compat: json(self.compat),
+        }
+    }
+}
+
+#[cfg(test)]
 fn parse_catalog() -> Result<Vec<Model>, serde_json::Error> {
     serde_json::from_str(CATALOG_JSON)
 }
@@ -88,9 +158,99 @@ pub fn default_model_id(provider: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
+    use std::fmt::Write as _;
     use std::time::Instant;
 
+    use serde_json::Value;
+
     use super::*;
+
+    const DATA_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/registry/catalog_data.rs");
+
+    /// `catalog_data.rs` as `data/models.json` gives it.
+    fn generated_source() -> String {
+        let models: Vec<Value> = serde_json::from_str(CATALOG_JSON).expect("catalog parses");
+        // Each distinct text once (providers, apis and base URLs repeat across models).
+        let mut text = String::new();
+        let mut spans: std::collections::HashMap<String, (usize, usize)> = Default::default();
+        let mut span = |piece: String| {
+            let (at, len) = *spans.entry(piece.clone()).or_insert_with(|| {
+                text.push_str(&piece);
+                (text.len() - piece.len(), piece.len())
+            });
+            format!("Span({at}, {len})")
+        };
+        let mut rows = String::new();
+        for m in &models {
+            let mut field = |key: &str| span(m[key].as_str().expect("a string").to_string());
+            let (id, name, api, provider, base_url) = (
+                field("id"),
+                field("name"),
+                field("api"),
+                field("provider"),
+                field("baseUrl"),
+            );
+            let mut json = |key: &str| match m.get(key) {
+                Some(v) => format!("Some({})", span(v.to_string())),
+                None => "None".to_string(),
+            };
+            let (levels, headers, compat) =
+                (json("thinkingLevelMap"), json("headers"), json("compat"));
+            let input: Vec<&str> = m["input"]
+                .as_array()
+                .expect("input")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            assert!(
+                input == ["text"] || input == ["text", "image"],
+                "input {input:?}"
+            );
+            let cost: Vec<String> = ["input", "output", "cacheRead", "cacheWrite"]
+                .iter()
+                .map(|k| format!("{:?}", m["cost"][k].as_f64().expect("a cost")))
+                .collect();
+            writeln!(
+                rows,
+                "    BuiltinModel {{ id: {id}, name: {name}, api: {api}, provider: {provider}, \
+                 base_url: {base_url}, reasoning: {}, image: {}, cost: [{}], \
+                 context_window: {}, max_tokens: {}, thinking_level_map: {levels}, \
+                 headers: {headers}, compat: {compat} }},",
+                m["reasoning"].as_bool().expect("reasoning"),
+                input.len() == 2,
+                cost.join(", "),
+                m["contextWindow"].as_u64().expect("contextWindow"),
+                m["maxTokens"].as_u64().expect("maxTokens"),
+            )
+            .expect("writing to a string");
+        }
+        format!(
+            "//! The built-in model catalog (`data/models.json`) as Rust data. Generated: run\n\
+             //! `TAU_WRITE_CATALOG=1 cargo test -p tau-ai catalog_data` after changing the JSON;\n\
+             //! a test fails while the two differ.\n\n\
+             use super::catalog::{{BuiltinModel, Span}};\n\n\
+             /// Every text of the catalog, each once; the models name pieces of it.\n\
+             pub(super) static TEXT: &str = {text:?};\n\n\
+             #[rustfmt::skip]\n\
+             pub(super) static BUILTIN: &[BuiltinModel] = &[\n{rows}];\n"
+        )
+    }
+
+    #[test]
+    fn catalog_data_is_the_json_catalog() {
+        let generated = generated_source();
+        if std::env::var_os("TAU_WRITE_CATALOG").is_some() {
+            std::fs::write(DATA_FILE, &generated).expect("write catalog_data.rs");
+        }
+        let checked_in = std::fs::read_to_string(DATA_FILE).unwrap_or_default();
+        assert!(
+            checked_in == generated,
+            "src/registry/catalog_data.rs differs from data/models.json; regenerate it with \
+             TAU_WRITE_CATALOG=1 cargo test -p tau-ai catalog_data"
+        );
+        // And the models built from it are the ones the JSON describes, field for field.
+        assert_eq!(builtin_models(), parse_catalog().expect("catalog parses"));
+    }
 
     const APIS: [&str; 4] = [
         "anthropic-messages",

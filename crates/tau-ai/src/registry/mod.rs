@@ -9,6 +9,7 @@
 
 mod auth;
 mod catalog;
+mod catalog_data;
 mod matching;
 mod models_json;
 mod patch;
