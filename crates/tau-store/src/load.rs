@@ -99,16 +99,7 @@ fn parse_entries(text: &[u8], path: &Path) -> Vec<SessionEntry> {
                 scope.spawn(move || parse_run(run, path, room))
             })
             .collect();
-        let mut entries = Vec::new();
-        for worker in workers {
-            match worker.join() {
-                Ok(part) if entries.is_empty() => entries = part,
-                Ok(mut part) => entries.append(&mut part),
-                // A parser panic is a bug; losing that run of lines beats losing the session.
-                Err(_) => tracing::error!(path = %path.display(), "a session parser thread failed"),
-            }
-        }
-        entries
+        join_runs(workers, path)
     })
 }
 
@@ -164,15 +155,7 @@ pub(crate) fn parse_file(
                 scope.spawn(move || parse_file_run(file, from, to, path, room, STREAM_CHUNK))
             })
             .collect();
-        let mut entries = Vec::new();
-        for worker in workers {
-            match worker.join() {
-                Ok(part) if entries.is_empty() => entries = part,
-                Ok(mut part) => entries.append(&mut part),
-                Err(_) => tracing::error!(path = %path.display(), "a session parser thread failed"),
-            }
-        }
-        entries
+        join_runs(workers, path)
     })
 }
 
@@ -388,4 +371,21 @@ pub(crate) fn read_header(path: &Path) -> Option<SessionHeader> {
     serde_json::from_slice::<Map<String, Value>>(&line)
         .ok()
         .and_then(SessionHeader::from_map)
+}
+
+/// The parser threads' runs of entries, in file order. A parser panic is a bug; losing that
+/// run of lines beats losing the session.
+fn join_runs(
+    workers: Vec<std::thread::ScopedJoinHandle<'_, Vec<SessionEntry>>>,
+    path: &Path,
+) -> Vec<SessionEntry> {
+    let mut entries = Vec::new();
+    for worker in workers {
+        match worker.join() {
+            Ok(part) if entries.is_empty() => entries = part,
+            Ok(mut part) => entries.append(&mut part),
+            Err(_) => tracing::error!(path = %path.display(), "a session parser thread failed"),
+        }
+    }
+    entries
 }

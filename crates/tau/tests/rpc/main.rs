@@ -71,3 +71,22 @@ pub fn ready_tau(builder: TauBuilder) -> Tau {
     assert_eq!(ready["version"], env!("CARGO_PKG_VERSION"));
     tau
 }
+
+/// Text with the terminal colour codes (`theme.fg`, `theme.bold`) taken out: ESC `[` … up to
+/// the final byte of the sequence.
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) && c != '[' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tau_mock_llm::{BackgroundMock, MockServer, Reply};
 use tau_test_kit::{Tau, TauBuilder};
 
-use crate::{ready_tau, tau};
+use crate::{ready_tau, strip_ansi, tau};
 
 fn example(name: &str) -> String {
     let path = format!(
@@ -692,24 +692,6 @@ fn preset_statuses(records: &[Value]) -> Vec<Value> {
             None => Value::Null,
         })
         .collect()
-}
-
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            // CSI: ESC [ ... final byte in @..~
-            for c in chars.by_ref() {
-                if ('@'..='~').contains(&c) && c != '[' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// Records from tau's start up to `n` extension notifications.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tau_mock_llm::{BackgroundMock, Fault, MockServer, Reply};
 use tau_test_kit::{Dirs, Tau, TauBuilder};
 
-use crate::{ready_tau, tau};
+use crate::{ready_tau, strip_ansi, tau};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -44,24 +44,6 @@ fn start(extension: &str) -> (BackgroundMock, Tau) {
     let mock = MockServer::start_background().unwrap();
     let t = ready_tau(builder(&mock, extension));
     (mock, t)
-}
-
-/// Text with the terminal colour codes (`theme.fg`, `theme.bold`) taken out.
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn ui_requests<'a>(records: &'a [Value], method: &'a str) -> impl Iterator<Item = &'a Value> {
