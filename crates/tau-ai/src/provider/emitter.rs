@@ -22,6 +22,10 @@ pub(crate) struct Emitter {
     /// Raw argument text of each tool call, by content index.
     tool_args: Vec<Option<String>>,
     started: bool,
+    /// The server answered with a success status: a failure from here on ends a reply that
+    /// has started (pi's providers send `start` once the response is there, and none when the
+    /// request itself fails).
+    responded: bool,
 }
 
 impl Emitter {
@@ -43,6 +47,7 @@ impl Emitter {
             cost: model.cost.clone(),
             tool_args: Vec::new(),
             started: false,
+            responded: false,
         }
     }
 
@@ -288,9 +293,16 @@ impl Emitter {
         .await;
     }
 
+    /// Records that the server answered with a success status.
+    pub fn responded(&mut self) {
+        self.responded = true;
+    }
+
     /// Ends the stream with an error (or an abort), keeping what streamed so far.
     pub async fn fail(mut self, error: ProviderError) {
-        self.ensure_started().await;
+        if self.responded {
+            self.ensure_started().await;
+        }
         self.compute_cost();
         let reason = if error == ProviderError::Aborted {
             StopReason::Aborted

@@ -686,6 +686,7 @@ async fn run(
         }
     }
     let response = send(client, &request, bytes::Bytes::from(body), options).await?;
+    emitter.responded();
     let mut body = response.bytes_stream();
     let mut decoder = SseDecoder::new();
     let mut ops = Vec::new();

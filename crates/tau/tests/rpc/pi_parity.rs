@@ -489,3 +489,44 @@ fn abort_retry_is_answered_before_auto_retry_end() {
     let end = position(&seen, "auto_retry_end");
     assert!(response < end, "{seen:?}");
 }
+
+/// A request the server refuses (HTTP 400) never started a reply: as pi's providers send no
+/// `start` then, the assistant's `message_start` already carries the error, on every API.
+#[test]
+fn a_refused_request_starts_its_message_with_the_error() {
+    for api in [
+        "anthropic-messages",
+        "openai-completions",
+        "openai-responses",
+        "google-generative-ai",
+    ] {
+        let (mock, mut t) = start(api, 100_000, json!({"retry": {"enabled": false}}), |b| {
+            b.arg("--no-session")
+        });
+        mock.push(Reply::fault(Fault::Http {
+            status: 400,
+            body: None,
+            retry_after: None,
+        }));
+        t.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+        let mut starts = Vec::new();
+        loop {
+            let record = next(&mut t);
+            if record["type"] == "message_start" && record["message"]["role"] == "assistant" {
+                starts.push(record["message"].clone());
+            }
+            if record["type"] == "agent_end" {
+                break;
+            }
+        }
+        assert_eq!(starts.len(), 1, "{api}");
+        assert_eq!(starts[0]["stopReason"], "error", "{api}: {}", starts[0]);
+        assert!(
+            starts[0]["errorMessage"]
+                .as_str()
+                .is_some_and(|e| !e.is_empty()),
+            "{api}: {}",
+            starts[0]
+        );
+    }
+}
