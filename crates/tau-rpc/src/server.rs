@@ -245,15 +245,6 @@ impl RpcServer {
 
     /// Carries out an extension's `action` frame (docs/extensions.md §4) and answers it.
     pub async fn apply_action(&mut self, request: tau_extensions::ActionRequest) {
-        if request.frame.action == "compact" {
-            self.compact_for_extension(request).await;
-            return;
-        }
-        // The session-only ones, when they queued behind an earlier action of their process.
-        if let Some(outcome) = self.session.apply_session_action(&request.frame).await {
-            request.reply(outcome);
-            return;
-        }
         let action = match request.frame.parse() {
             Ok(action) => action,
             Err(error) => {
@@ -262,6 +253,19 @@ impl RpcServer {
                 return;
             }
         };
+        if let ExtensionAction::Compact {
+            custom_instructions,
+        } = action
+        {
+            self.compact_for_extension(request, custom_instructions)
+                .await;
+            return;
+        }
+        // The session-only ones, when they queued behind an earlier action of their process.
+        if let Some(outcome) = self.session.apply_session_action(&action).await {
+            request.reply(outcome);
+            return;
+        }
         let may_start_run = matches!(
             action,
             ExtensionAction::SendUserMessage { .. } | ExtensionAction::SendMessage { .. }
@@ -418,13 +422,11 @@ impl RpcServer {
     /// `ctx.compact()`: ends a running turn first, as pi does (ext §10.3.8), then compacts
     /// beside the input loop like the `compact` command; the extension is answered (or its
     /// failure reported, when it asked for no answer) when the compaction ends.
-    async fn compact_for_extension(&mut self, request: tau_extensions::ActionRequest) {
-        let instructions = request
-            .frame
-            .fields
-            .get("customInstructions")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+    async fn compact_for_extension(
+        &mut self,
+        request: tau_extensions::ActionRequest,
+        instructions: Option<String>,
+    ) {
         let extensions = self.session.extensions().cloned();
         let done: tau_session::CompactDone = Box::new(move |outcome| {
             Box::pin(async move {

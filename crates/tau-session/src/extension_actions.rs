@@ -31,43 +31,54 @@ impl tau_extensions::ActionApplier for ImmediateActions {
         Box::pin(async move {
             // A frame that does not parse is refused by the loop with the same error.
             let action = frame.parse().ok()?;
-            Some(match action {
-                ExtensionAction::AppendEntry {
-                    custom_type,
-                    data,
-                    entry_id,
-                } => {
-                    append_custom_entry(&self.conversation, &custom_type, data, entry_id.as_deref())
-                        .map(|id| json!({ "id": id }))
-                        .map_err(|e| e.to_string())
-                }
-                ExtensionAction::SetLabel { entry_id, label } => {
-                    set_label(&self.conversation, &entry_id, label.as_deref())
-                        .map(|()| Value::Null)
-                        .map_err(|e| e.to_string())
-                }
-                ExtensionAction::SetSessionName { name } => {
-                    set_session_name(&self.conversation, &self.events, &name)
-                        .await
-                        .map(|()| Value::Null)
-                        .map_err(|e| e.to_string())
-                }
-                ExtensionAction::SendMessage {
-                    message,
-                    trigger_turn,
-                    deliver_as,
-                } => {
-                    return self
-                        .send_message(&message, trigger_turn, deliver_as.as_deref())
-                        .await;
-                }
-                _ => return None,
-            })
+            self.carry_out(&action).await
         })
     }
 }
 
 impl ImmediateActions {
+    /// Carries out `action` when it needs only the record and the output; `None` otherwise.
+    pub(crate) async fn carry_out(
+        &self,
+        action: &ExtensionAction,
+    ) -> Option<Result<Value, String>> {
+        Some(match action {
+            ExtensionAction::AppendEntry {
+                custom_type,
+                data,
+                entry_id,
+            } => append_custom_entry(
+                &self.conversation,
+                custom_type,
+                data.clone(),
+                entry_id.as_deref(),
+            )
+            .map(|id| json!({ "id": id }))
+            .map_err(|e| e.to_string()),
+            ExtensionAction::SetLabel { entry_id, label } => {
+                set_label(&self.conversation, entry_id, label.as_deref())
+                    .map(|()| Value::Null)
+                    .map_err(|e| e.to_string())
+            }
+            ExtensionAction::SetSessionName { name } => {
+                set_session_name(&self.conversation, &self.events, name)
+                    .await
+                    .map(|()| Value::Null)
+                    .map_err(|e| e.to_string())
+            }
+            ExtensionAction::SendMessage {
+                message,
+                trigger_turn,
+                deliver_as,
+            } => {
+                return self
+                    .send_message(message, *trigger_turn, deliver_as.as_deref())
+                    .await;
+            }
+            _ => return None,
+        })
+    }
+
     /// `sendMessage` while a run streams (queued for it) or, without `triggerTurn`, while
     /// none does (recorded at once); a new turn and `nextTurn` need the session.
     async fn send_message(

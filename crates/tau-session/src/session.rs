@@ -426,10 +426,9 @@ impl AgentSession {
     /// the extensions' reader does where the frame arrives); `None` for the others.
     pub async fn apply_session_action(
         &self,
-        frame: &tau_protocol::extension::ActionFrame,
+        action: &tau_protocol::extension::ExtensionAction,
     ) -> Option<Result<serde_json::Value, String>> {
-        use tau_extensions::ActionApplier;
-        self.immediate_actions().apply(frame).await
+        self.immediate_actions().carry_out(action).await
     }
 
     /// The whole mirror as extensions see it (the `get_state` action), entries included.

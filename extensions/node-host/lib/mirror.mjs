@@ -143,6 +143,7 @@ export class Mirror {
 	/** The pending entry tau's `entry` echoes: the same id once tau answered it, else the
 	 * oldest unanswered one with the same type and data (the echo can overtake the answer). */
 	pendingEchoedBy(entry) {
+		if (this.pending.length === 0) return undefined;
 		const byId = this.pending.find((p) => p.id === entry.id);
 		if (byId || entry.type !== "custom") return byId;
 		const data = JSON.stringify(entry.data);
