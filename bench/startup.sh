@@ -11,7 +11,7 @@ command -v hyperfine >/dev/null || apt-get install -y hyperfine >/dev/null
 [ -x /usr/bin/time ] || apt-get install -y time >/dev/null
 
 cargo build --profile dist --quiet -p tau
-tau="$PWD/target/dist/tau"
+tau="${CARGO_TARGET_DIR:-$PWD/target}/dist/tau"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/agent" "$work/pi-agent"
@@ -58,4 +58,21 @@ if command -v valgrind >/dev/null; then
     "$tau" --mode rpc --no-session <"$work/get_state.jsonl" 2>&1 >/dev/null \
     | sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
   printf 'tau instructions to answer get_state and exit: %s\n' "$instructions"
+fi
+
+# The start-up code is placed together by the linker (crates/tau/build.rs, decision T89) from a
+# list of symbol names that carry compiler and dependency hashes. When too few of them are found
+# in the binary, the list has decayed and the idle footprint grows back: say so, and fail when
+# the footprint is over the goal.
+order=crates/tau/link/startup-order.txt
+listed=$(wc -l <"$order")
+found=$(comm -12 <(sort -u "$order") <(nm --defined-only "$tau" | awk '{print $3}' | sort -u) | wc -l)
+printf 'start-up order: %s of %s functions found in the binary\n' "$found" "$listed"
+if [ $((found * 10)) -lt $((listed * 9)) ]; then
+  echo "start-up order: the list is stale; refresh it with: python3 scripts/startup-order.py" >&2
+fi
+budget_kb=$((8 * 1024))
+if [ "$tau_kb" -gt "$budget_kb" ]; then
+  echo "idle footprint: peak RSS ${tau_kb} KiB is over the goal of ${budget_kb} KiB" >&2
+  exit 1
 fi
