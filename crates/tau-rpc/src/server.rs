@@ -6,13 +6,15 @@
 
 use std::future::Future;
 use std::io::{BufReader, Read, Write};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 use tau_protocol::ImageContent;
 use tau_protocol::extension::ExtensionAction;
 use tau_session::{
-    AgentSession, EventSink, InputSource, Outbound, QueueAs, SessionError, Submitted,
+    AgentSession, EventSink, InputSource, Outbound, Preference, QueueAs, Replacement, SessionError,
+    Submitted,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -173,7 +175,7 @@ impl RpcServer {
 
     /// Returns when the run a held prompt waits for has finished.
     pub async fn run_finished(&mut self) {
-        self.session.run_finished().await;
+        self.session.runs_mut().finished().await;
     }
 
     /// Offers the held prompt again, then handles the records that queued up behind it,
@@ -223,19 +225,20 @@ impl RpcServer {
                 self.session.refresh_extension_state();
             }
             Inbound::Rejected(response) => self.sink.emit_line(response.to_line()).await,
-            Inbound::HostToolResult(frame) => self.session.host_bridge().resolve(
+            Inbound::HostToolResult(frame) => self.session.tools().host_bridge().resolve(
                 &frame.id,
                 frame.result,
                 frame.is_error == Some(true),
             ),
             Inbound::HostToolUpdate(frame) => {
                 self.session
+                    .tools()
                     .host_bridge()
                     .update(&frame.id, frame.partial_result);
             }
             // Routed to the dialog it answers; pi ignores responses whose id matches nothing.
             Inbound::UiResponse(response) => {
-                if let Some(extensions) = self.session.extensions() {
+                if let Some(extensions) = self.session.extension_binding().extensions() {
                     extensions.resolve_ui(&response);
                 }
             }
@@ -262,7 +265,12 @@ impl RpcServer {
             return;
         }
         // The session-only ones, when they queued behind an earlier action of their process.
-        if let Some(outcome) = self.session.apply_session_action(&action).await {
+        if let Some(outcome) = self
+            .session
+            .extension_binding()
+            .apply_session_action(&action)
+            .await
+        {
             request.reply(outcome);
             return;
         }
@@ -273,39 +281,23 @@ impl RpcServer {
         let gated = may_start_run && *self.responses_pending.borrow() > 0;
         if gated {
             let gate = self.responses_written();
-            self.session.gate_next_run(gate);
+            self.session.runs_mut().gate_next(gate);
         }
-        let outcome: Result<Value, String> = match action {
-            ExtensionAction::SetThinkingLevel { level } => {
-                self.session.set_thinking_level(level).await;
-                Ok(Value::Null)
+        // What changes the session without replacing it is the session's to carry out.
+        let action = match self.session.apply_extension_action(action).await {
+            Ok(outcome) => {
+                self.finish_action(request, outcome, gated).await;
+                return;
             }
-            ExtensionAction::SetModel { provider, model_id } => Ok(Value::Bool(
-                self.session.set_model(&provider, &model_id).await.is_ok(),
-            )),
+            Err(action) => action,
+        };
+        let outcome: Result<Value, String> = match action {
             ExtensionAction::SendUserMessage {
                 content,
                 deliver_as,
             } => self.send_user_message(content, deliver_as.as_deref()).await,
-            ExtensionAction::SendMessage {
-                message,
-                trigger_turn,
-                deliver_as,
-            } => match tau_session::extension_hooks::custom_message(&message) {
-                Ok(message) => self
-                    .session
-                    .send_custom_message(message, trigger_turn, deliver_as.as_deref())
-                    .await
-                    .map(|()| Value::Null)
-                    .map_err(|e| e.to_string()),
-                Err(err) => Err(format!("send_message: malformed message: {err}")),
-            },
-            ExtensionAction::SetActiveTools { names } => {
-                self.session.set_active_tools(names);
-                Ok(Value::Null)
-            }
             ExtensionAction::Abort => {
-                self.session.abort().await;
+                self.session.runs_mut().abort().await;
                 Ok(Value::Null)
             }
             // The command context's session calls (ext §4.2), as the RPC commands with the same
@@ -348,27 +340,6 @@ impl RpcServer {
                     .map(|outcome| outcome.to_value())
                     .map_err(|e| e.to_string())
             }
-            ExtensionAction::RegisterProvider { name, config } => self
-                .session
-                .register_provider(&name, config)
-                .map(|()| Value::Null)
-                .map_err(|e| e.to_string()),
-            // A write to a model object the host handed out (docs/extensions.md §4).
-            ExtensionAction::UpdateModel {
-                provider,
-                model_id,
-                patch,
-            } => tau_ai::registry::ModelPatch::from_json(&patch).and_then(|patch| {
-                if self.session.patch_model(&provider, &model_id, &patch) {
-                    Ok(Value::Null)
-                } else {
-                    Err(format!("update_model: no model {provider}/{model_id}"))
-                }
-            }),
-            ExtensionAction::UnregisterProvider { name } => {
-                self.session.unregister_provider(&name);
-                Ok(Value::Null)
-            }
             ExtensionAction::Reload => {
                 self.reload().await;
                 Ok(Value::Null)
@@ -379,26 +350,44 @@ impl RpcServer {
                 self.shutdown_after_commands = self.commands_in_flight() > 0;
                 Ok(Value::Null)
             }
-            ExtensionAction::GetState => Ok(self.session.extension_state_snapshot()),
             ExtensionAction::WaitForIdle => {
-                self.session.wait_idle().await;
+                self.session.runs_mut().wait_idle().await;
                 Ok(Value::Null)
             }
             // Carried out above: `compact` beside the loop, the session-only ones by the
-            // session (where they arrive, or here when they queued).
+            // session (where they arrive, or here when they queued), the rest of the session's
+            // own by the session.
             ExtensionAction::Compact { .. }
             | ExtensionAction::SetSessionName { .. }
             | ExtensionAction::AppendEntry { .. }
-            | ExtensionAction::SetLabel { .. } => Err(format!(
+            | ExtensionAction::SetLabel { .. }
+            | ExtensionAction::SetThinkingLevel { .. }
+            | ExtensionAction::SetModel { .. }
+            | ExtensionAction::SendMessage { .. }
+            | ExtensionAction::SetActiveTools { .. }
+            | ExtensionAction::RegisterProvider { .. }
+            | ExtensionAction::UpdateModel { .. }
+            | ExtensionAction::UnregisterProvider { .. }
+            | ExtensionAction::GetState => Err(format!(
                 "{}: not carried out by the input loop",
                 request.frame.action
             )),
         };
+        self.finish_action(request, outcome, gated).await;
+    }
+
+    /// Answers an action, reporting a failure nobody waits for, and drops a gate no run took.
+    async fn finish_action(
+        &mut self,
+        request: tau_extensions::ActionRequest,
+        outcome: Result<Value, String>,
+        gated: bool,
+    ) {
         if let Err(error) = &outcome {
             self.report_unanswered(&request, error).await;
         }
         if gated {
-            self.session.clear_run_gate();
+            self.session.runs_mut().clear_gate();
         }
         request.reply(outcome);
         self.session.refresh_extension_state();
@@ -410,7 +399,7 @@ impl RpcServer {
         if request.frame.id.is_some() {
             return;
         }
-        if let Some(extensions) = self.session.extensions() {
+        if let Some(extensions) = self.session.extension_binding().extensions() {
             let path = match request.frame.action.as_str() {
                 "send_message" | "send_user_message" => "<runtime>",
                 _ => request.extension.as_str(),
@@ -427,7 +416,7 @@ impl RpcServer {
         request: tau_extensions::ActionRequest,
         instructions: Option<String>,
     ) {
-        let extensions = self.session.extensions().cloned();
+        let extensions = self.session.extension_binding().extensions().cloned();
         let done: tau_session::CompactDone = Box::new(move |outcome| {
             Box::pin(async move {
                 let outcome = outcome
@@ -452,7 +441,7 @@ impl RpcServer {
     /// old ones stale), then `session_start` and `resources_discover` with reason `reload`.
     /// Extensions are not discovered again: one added to disk since start-up needs a restart.
     async fn reload(&mut self) {
-        let Some(extensions) = self.session.extensions().cloned() else {
+        let Some(extensions) = self.session.extension_binding().extensions().cloned() else {
             return;
         };
         tau_session::extension_hooks::notify(
@@ -485,7 +474,7 @@ impl RpcServer {
         tau_session::extension_hooks::notify(extensions, start).await;
         let (skills, prompts) = tau_session::extension_hooks::resources_discover(
             extensions,
-            self.session.cwd(),
+            self.session.workspace().cwd(),
             discover_reason,
         )
         .await;
@@ -559,7 +548,7 @@ impl RpcServer {
         command: RpcCommand,
     ) -> Vec<u8> {
         let name = command.name();
-        let leaf = self.session.leaf_id();
+        let leaf = self.session.conversation().leaf_id();
         let fork_before = |entry_id: &str| {
             let event = json!({"type": "session_before_fork", "entryId": entry_id,
                 "position": "before"});
@@ -608,8 +597,8 @@ impl RpcServer {
                 _ => ok(id, name, &CancelledData { cancelled: true }),
             };
         }
-        let previous_id = self.session.session_id();
-        let previous_file = self.session.session_file();
+        let previous_id = self.session.conversation().session_id();
+        let previous_file = self.session.conversation().session_file();
         let mut shutdown = json!({"type": "session_shutdown", "reason": reason});
         if let Some(target) = target {
             shutdown["targetSessionFile"] = json!(target);
@@ -617,7 +606,7 @@ impl RpcServer {
         tau_session::extension_hooks::notify(extensions, shutdown).await;
         let reply = self.dispatch_simple(id, command).await;
         self.session.settle();
-        if self.session.session_id() != previous_id {
+        if self.session.conversation().session_id() != previous_id {
             let mut start = json!({"type": "session_start", "reason": reason});
             if let Some(file) = previous_file {
                 start["previousSessionFile"] = json!(file.display().to_string());
@@ -634,6 +623,7 @@ impl RpcServer {
         let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
         let command = self
             .session
+            .extension_binding()
             .extensions()?
             .commands()
             .into_iter()
@@ -651,7 +641,7 @@ impl RpcServer {
         command: tau_extensions::CommandInfo,
         args: String,
     ) {
-        let Some(extensions) = self.session.extensions().cloned() else {
+        let Some(extensions) = self.session.extension_binding().extensions().cloned() else {
             return;
         };
         let sink = self.sink.clone();
@@ -676,14 +666,14 @@ impl RpcServer {
     /// xcsh's health report, from configuration only: tau makes no network call to answer it
     /// (xcsh's live checks block its input loop for seconds), and it has no vendor services.
     fn integrations(&self) -> IntegrationsData {
-        let model = match self.session.model() {
+        let model = match self.session.models().model() {
             None => IntegrationModel {
                 state: "no_provider".into(),
                 provider: None,
                 latency_ms: None,
             },
             Some(model) => IntegrationModel {
-                state: if self.session.registry().has_auth(&model.provider) {
+                state: if self.session.models().registry().has_auth(&model.provider) {
                     "connected"
                 } else {
                     "auth_error"
@@ -704,7 +694,7 @@ impl RpcServer {
     /// prompt and what came after it still run (decision 11).
     pub async fn finish(&mut self) {
         loop {
-            self.session.wait_idle().await;
+            self.session.runs_mut().wait_idle().await;
             if self.held.is_none() && self.backlog.is_empty() {
                 break;
             }
@@ -714,7 +704,7 @@ impl RpcServer {
 
     /// Stops for a signal: the active run is aborted (its closing events are still written).
     pub async fn stop(&mut self) {
-        self.session.abort().await;
+        self.session.runs_mut().abort().await;
     }
 
     /// Accepts a prompt through the session's one input path; when it starts a run, the
@@ -807,7 +797,7 @@ impl RpcServer {
         }
         self.session.settle();
         let name = command.name();
-        if let Some(extensions) = self.session.extensions().cloned()
+        if let Some(extensions) = self.session.extension_binding().extensions().cloned()
             && matches!(
                 command,
                 RpcCommand::NewSession(_)
@@ -822,7 +812,8 @@ impl RpcServer {
         match command {
             RpcCommand::Prompt(c) => {
                 if let Some(locale) = &c.locale {
-                    self.session.set_locale(locale);
+                    self.session
+                        .set_preference(Preference::Locale(locale.clone()));
                 }
                 if let Some((command, args)) = self.extension_command(&c.message) {
                     self.run_extension_command(id, name, command, args);
@@ -835,16 +826,16 @@ impl RpcServer {
                 self.prompt(id, name, &c.message, c.images, queue_as).await
             }
             RpcCommand::AbortAndPrompt(c) => {
-                self.session.abort().await;
+                self.session.runs_mut().abort().await;
                 self.prompt(id, name, &c.message, c.images, None).await
             }
             RpcCommand::Abort(_) => {
-                self.session.abort().await;
+                self.session.runs_mut().abort().await;
                 if let Some(held) = self.held.take() {
                     // The held prompt came before this abort; in pi it would already be
                     // running, so it starts and the abort ends it.
                     self.offer_held(held).await;
-                    self.session.abort().await;
+                    self.session.runs_mut().abort().await;
                 }
                 self.sink.emit_line(done(id, name)).await;
                 self.session.continue_if_queued();
@@ -854,7 +845,7 @@ impl RpcServer {
             // out before the back-off is cancelled, so it precedes `auto_retry_end` as in pi.
             RpcCommand::AbortRetry(_) => {
                 self.sink.emit_line(done(id, name)).await;
-                self.session.abort_retry();
+                self.session.conversation().abort_retry();
                 None
             }
             RpcCommand::Bash(c) => {
@@ -950,7 +941,7 @@ impl RpcServer {
             }
             RpcCommand::GetState(_) => ok(id, name, &state_of(session)),
             // Serialised in place: a long session's context is megabytes, not worth a copy.
-            RpcCommand::GetMessages(_) => session.with_messages(|messages| {
+            RpcCommand::GetMessages(_) => session.conversation().with_messages(|messages| {
                 #[derive(Serialize)]
                 struct Borrowed<'a> {
                     messages: Vec<&'a tau_protocol::AgentMessage>,
@@ -962,7 +953,7 @@ impl RpcServer {
                 id,
                 name,
                 &LastAssistantTextData {
-                    text: session.last_assistant_text(),
+                    text: session.conversation().last_assistant_text(),
                 },
             ),
             RpcCommand::SetModel(c) => match session.set_model(&c.provider, &c.model_id).await {
@@ -985,7 +976,7 @@ impl RpcServer {
                 id,
                 name,
                 &ModelsData {
-                    models: session.available_models(),
+                    models: session.models().available_models(),
                 },
             ),
             RpcCommand::SetThinkingLevel(c) => {
@@ -1000,27 +991,27 @@ impl RpcServer {
                 id,
                 name,
                 &ThinkingLevelsData {
-                    levels: session.available_thinking_levels(),
+                    levels: session.models().available_thinking_levels(),
                 },
             ),
             RpcCommand::SetSteeringMode(c) => {
-                session.set_steering_mode(c.mode);
+                session.set_preference(Preference::SteeringMode(c.mode));
                 done(id, name)
             }
             RpcCommand::SetFollowUpMode(c) => {
-                session.set_follow_up_mode(c.mode);
+                session.set_preference(Preference::FollowUpMode(c.mode));
                 done(id, name)
             }
             RpcCommand::SetInterruptMode(c) => {
-                session.set_interrupt_mode(c.mode);
+                session.set_preference(Preference::InterruptMode(c.mode));
                 done(id, name)
             }
             RpcCommand::SetAutoCompaction(c) => {
-                session.set_auto_compaction(c.enabled);
+                session.set_preference(Preference::AutoCompaction(c.enabled));
                 done(id, name)
             }
             RpcCommand::SetAutoRetry(c) => {
-                session.set_auto_retry(c.enabled);
+                session.set_preference(Preference::AutoRetry(c.enabled));
                 done(id, name)
             }
             RpcCommand::SetSessionName(c) => match session.set_session_name(&c.name).await {
@@ -1044,7 +1035,7 @@ impl RpcServer {
                     id,
                     name,
                     &TodosData {
-                        todo_phases: session.todo_phases().to_vec(),
+                        todo_phases: session.tools().todo_phases().to_vec(),
                     },
                 )
             }
@@ -1054,12 +1045,12 @@ impl RpcServer {
             },
             // Success whether or not a command was running, as pi answers.
             RpcCommand::AbortBash(_) => {
-                session.abort_bash();
+                session.tools().abort_bash();
                 done(id, name)
             }
             RpcCommand::GetIntegrations(_) => ok(id, name, &self.integrations()),
             RpcCommand::SetLocale(c) => {
-                self.session.set_locale(&c.locale);
+                self.session.set_preference(Preference::Locale(c.locale));
                 done(id, name)
             }
             RpcCommand::Prompt(_)
@@ -1067,17 +1058,35 @@ impl RpcServer {
             | RpcCommand::Abort(_)
             | RpcCommand::AbortRetry(_) => fail(id, name, "dispatched before this point"),
             RpcCommand::NewSession(c) => {
-                session.new_session(c.parent_session).await;
-                ok(id, name, &CancelledData { cancelled: false })
+                let new = Replacement::New {
+                    parent_session: c.parent_session,
+                };
+                match session.replace_session(new).await {
+                    Ok(_) => ok(id, name, &CancelledData { cancelled: false }),
+                    Err(err) => fail(id, name, err),
+                }
             }
-            RpcCommand::SwitchSession(c) => match session.switch_session(&c.session_path).await {
-                Ok(()) => ok(id, name, &CancelledData { cancelled: false }),
+            RpcCommand::SwitchSession(c) => match session
+                .replace_session(Replacement::Switch(c.session_path))
+                .await
+            {
+                Ok(_) => ok(id, name, &CancelledData { cancelled: false }),
                 Err(err) => fail(id, name, err),
             },
-            RpcCommand::Fork(c) => forked(id, name, session.fork(&c.entry_id).await),
-            RpcCommand::Branch(c) => forked(id, name, session.branch(&c.entry_id).await),
-            RpcCommand::Clone(_) => match session.clone_session().await {
-                Ok(()) => ok(id, name, &CancelledData { cancelled: false }),
+            RpcCommand::Fork(c) => forked(
+                id,
+                name,
+                session.replace_session(Replacement::Fork(c.entry_id)).await,
+            ),
+            RpcCommand::Branch(c) => forked(
+                id,
+                name,
+                session
+                    .replace_session(Replacement::Branch(c.entry_id))
+                    .await,
+            ),
+            RpcCommand::Clone(_) => match session.replace_session(Replacement::Clone).await {
+                Ok(_) => ok(id, name, &CancelledData { cancelled: false }),
                 Err(err) => fail(id, name, err),
             },
             RpcCommand::GetForkMessages(_) | RpcCommand::GetBranchMessages(_) => ok(
@@ -1085,18 +1094,21 @@ impl RpcServer {
                 name,
                 &ForkMessagesData {
                     messages: session
+                        .conversation()
                         .fork_messages()
                         .into_iter()
                         .map(|(entry_id, text)| ForkMessage { entry_id, text })
                         .collect(),
                 },
             ),
-            RpcCommand::GetEntries(c) => match session.entries_json(c.since.as_deref()) {
-                Ok((entries, leaf_id)) => ok(id, name, &EntriesData { entries, leaf_id }),
-                Err(err) => fail(id, name, err),
-            },
+            RpcCommand::GetEntries(c) => {
+                match session.conversation().entries_json(c.since.as_deref()) {
+                    Ok((entries, leaf_id)) => ok(id, name, &EntriesData { entries, leaf_id }),
+                    Err(err) => fail(id, name, err),
+                }
+            }
             RpcCommand::GetTree(_) => {
-                let (tree, leaf_id) = session.tree_json();
+                let (tree, leaf_id) = session.conversation().tree_json();
                 tree_response(id, name, &tree, leaf_id)
             }
             RpcCommand::GetSessionStats(_) => ok(id, name, &stats_of(session)),
@@ -1109,36 +1121,39 @@ impl RpcServer {
             RpcCommand::GetCommands(_) => ok(
                 id,
                 name,
-                &json!({"commands": self.session.slash_commands()}),
+                &json!({"commands": self.session.workspace().slash_commands(
+                    self.session.extension_binding().extensions().map(Arc::as_ref)
+                )}),
             ),
         }
     }
 }
 
 fn state_of(session: &AgentSession) -> RpcSessionState {
+    let conversation = session.conversation();
+    let preferences = session.preferences();
+    let next = session.next_call();
     RpcSessionState {
-        model: session.model().cloned(),
-        thinking_level: session.thinking_level(),
-        is_streaming: session.is_streaming(),
-        is_compacting: session.is_compacting(),
-        steering_mode: session.steering_mode(),
-        follow_up_mode: session.follow_up_mode(),
-        interrupt_mode: session.interrupt_mode(),
-        session_file: session
+        model: session.models().model().cloned(),
+        thinking_level: session.models().thinking_level(),
+        is_streaming: session.runs().is_streaming(),
+        is_compacting: conversation.is_compacting(),
+        steering_mode: preferences.steering_mode(),
+        follow_up_mode: preferences.follow_up_mode(),
+        interrupt_mode: preferences.interrupt_mode(),
+        session_file: conversation
             .session_file()
             .map(|p| p.to_string_lossy().into_owned()),
-        session_id: session.session_id(),
-        session_name: session.session_name(),
-        auto_compaction_enabled: session.auto_compaction_enabled(),
-        auto_retry_enabled: session.auto_retry_enabled(),
-        message_count: session.message_count(),
-        pending_message_count: session.pending_message_count(),
-        queued_message_count: session.queued_message_count(),
-        todo_phases: session.todo_phases().to_vec(),
-        system_prompt: Some(session.current_system_prompt()),
+        session_id: conversation.session_id(),
+        session_name: conversation.session_name(),
+        auto_compaction_enabled: preferences.auto_compaction_enabled(),
+        auto_retry_enabled: preferences.auto_retry_enabled(),
+        message_count: conversation.message_count(),
+        pending_message_count: conversation.pending_message_count(),
+        queued_message_count: conversation.queued_message_count(),
+        todo_phases: session.tools().todo_phases().to_vec(),
         dump_tools: Some(
-            session
-                .offered_tools()
+            next.tool_descriptions()
                 .into_iter()
                 .map(
                     |(name, description, parameters)| tau_protocol::rpc::DumpedTool {
@@ -1149,6 +1164,7 @@ fn state_of(session: &AgentSession) -> RpcSessionState {
                 )
                 .collect(),
         ),
+        system_prompt: Some(next.system_prompt),
     }
 }
 
@@ -1168,12 +1184,13 @@ fn forked(id: Option<Value>, command: &str, outcome: Result<String, SessionError
 }
 
 fn stats_of(session: &AgentSession) -> SessionStats {
-    let stats = session.stats();
+    let conversation = session.conversation();
+    let stats = conversation.stats(session.models().model());
     SessionStats {
-        session_file: session
+        session_file: conversation
             .session_file()
             .map(|p| p.to_string_lossy().into_owned()),
-        session_id: session.session_id(),
+        session_id: conversation.session_id(),
         user_messages: stats.user_messages,
         assistant_messages: stats.assistant_messages,
         tool_calls: stats.tool_calls,
@@ -1293,7 +1310,7 @@ where
             // `session_start` runs beside the input loop (decision 9): a dialog it opens
             // can be answered. Commands wait for it, as pi reads none before it ends.
             let set = loaded.set;
-            let cwd = session.cwd().to_path_buf();
+            let cwd = session.workspace().cwd().to_path_buf();
             let startup = tokio::spawn(async move {
                 tau_session::extension_hooks::notify(
                     &set,
@@ -1311,6 +1328,7 @@ where
     let (in_tx, mut in_rx) = mpsc::channel::<Vec<u8>>(INBOUND_CAPACITY);
     let early = server
         .session()
+        .extension_binding()
         .extensions()
         .cloned()
         .map(|extensions| EarlyRoutes {
@@ -1393,7 +1411,7 @@ where
                 None => {
                     // The client is gone: nothing may wait on it any more (T77).
                     server.session.input_closed();
-                    if let Some(extensions) = server.session.extensions() {
+                    if let Some(extensions) = server.session.extension_binding().extensions() {
                         extensions.client_gone();
                     }
                     break ExitReason::InputClosed;
@@ -1416,7 +1434,7 @@ where
         ExitReason::Signal(_) => server.stop().await,
         ExitReason::OutputFailed => {}
     }
-    if let Some(extensions) = server.session().extensions().cloned() {
+    if let Some(extensions) = server.session().extension_binding().extensions().cloned() {
         if reason != ExitReason::OutputFailed {
             tau_session::extension_hooks::notify(
                 &extensions,

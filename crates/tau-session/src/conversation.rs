@@ -13,6 +13,9 @@ use crate::EventSink;
 use crate::retry::{RetrySettings, RetryState, is_retryable_reply};
 use crate::store::{SessionStore, StoreError};
 
+mod views;
+pub use views::SessionStats;
+
 /// A queued message and the text reported for it in `queue_update`; an extension's custom
 /// message has none (pi does not show those in the queue).
 #[derive(Debug, Clone)]
@@ -90,20 +93,22 @@ impl State {
 }
 
 /// Shared conversation state, and the session file every finished message is appended to.
+/// Front-ends read it through [`crate::AgentSession::conversation`] (`views.rs`); only the
+/// session and its run task change it.
 #[derive(Debug)]
-pub(crate) struct Conversation {
+pub struct Conversation {
     state: Mutex<State>,
     store: Mutex<SessionStore>,
     /// Shared by every provider request of the session: tightened when stdin closes.
     idle_cap: tau_ai::provider::IdleCap,
     input_closed: std::sync::atomic::AtomicBool,
-    /// The `running` flag of the session's current run task (see `session/runs.rs`), so that
+    /// The `running` flag of the session's current run task (see `runs.rs`), so that
     /// what acts outside the session's input loop knows whether a run streams.
     current_run: Mutex<Option<Arc<std::sync::atomic::AtomicBool>>>,
 }
 
 impl Conversation {
-    pub fn new(store: SessionStore) -> Self {
+    pub(crate) fn new(store: SessionStore) -> Self {
         Self {
             state: Mutex::default(),
             store: Mutex::new(store),
@@ -114,7 +119,7 @@ impl Conversation {
     }
 
     /// True from the moment a prompt is accepted until its run has ended, as
-    /// `AgentSession::is_streaming` says.
+    /// `Runs::is_streaming` says.
     pub fn is_streaming(&self) -> bool {
         self.current_run
             .lock()
@@ -127,29 +132,29 @@ impl Conversation {
     }
 
     /// Records the `running` flag of a run task that starts.
-    pub fn set_current_run(&self, running: Arc<std::sync::atomic::AtomicBool>) {
+    pub(crate) fn set_current_run(&self, running: Arc<std::sync::atomic::AtomicBool>) {
         if let Ok(mut run) = self.current_run.lock() {
             *run = Some(running);
         }
     }
 
     /// The silence cap every provider request of the session carries.
-    pub fn idle_cap(&self) -> tau_ai::provider::IdleCap {
+    pub(crate) fn idle_cap(&self) -> tau_ai::provider::IdleCap {
         self.idle_cap.clone()
     }
 
     /// stdin has closed: provider streams may stay silent for `silence` at most from now on.
-    pub fn close_input(&self, silence: std::time::Duration) {
+    pub(crate) fn close_input(&self, silence: std::time::Duration) {
         self.input_closed
             .store(true, std::sync::atomic::Ordering::Release);
         self.idle_cap.tighten(silence);
     }
 
-    pub fn input_closed(&self) -> bool {
+    pub(crate) fn input_closed(&self) -> bool {
         self.input_closed.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave the vectors half-updated in a way
         // that matters more than losing the conversation, so poisoning is ignored.
         self.state
@@ -159,7 +164,7 @@ impl Conversation {
 
     /// The session store. Never held together with [`Conversation::lock`] in the other
     /// order: state first, then store.
-    pub fn store(&self) -> MutexGuard<'_, SessionStore> {
+    pub(crate) fn store(&self) -> MutexGuard<'_, SessionStore> {
         self.store
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -167,7 +172,10 @@ impl Conversation {
 
     /// Appends an entry, logging a failure: a full disk must not end the conversation, and
     /// the entry stays in memory for the rest of the session.
-    pub fn persist<T>(&self, append: impl FnOnce(&mut SessionStore) -> Result<T, StoreError>) {
+    pub(crate) fn persist<T>(
+        &self,
+        append: impl FnOnce(&mut SessionStore) -> Result<T, StoreError>,
+    ) {
         if let Err(err) = append(&mut self.store()) {
             tracing::error!("cannot write the session file: {err}");
         }

@@ -1,40 +1,51 @@
-//! One conversation and what it owns: its runs and queues (`conversation`, `session`), the
-//! current model and thinking level, automatic retry and compaction, todos, host tools, the
-//! RPC `bash` command, HTML export and the outbound event sink. The session store
-//! (`tau-store`) and the resources read from disk (`tau-resources`) are crates of their own,
-//! re-exported here under their old names.
+//! One conversation and what it owns. [`AgentSession`] (`session`) coordinates pieces that
+//! each own one concern: the conversation and its record (`conversation`), where it works
+//! (`workspace`), the model (`model_choice`), the client's preferences (`preferences`), the
+//! tools (`tool_selection`, `host_tools`), the extensions (`extension_binding`), the run task
+//! (`runs`) and compaction (`compactor`, with the rules in `compaction`); besides automatic
+//! retry, todos, the RPC `bash` command, HTML export and the outbound event sink. The session
+//! store (`tau-store`) and the resources read from disk (`tau-resources`) are crates of their
+//! own, re-exported here under their old names.
 
 pub mod compaction;
+mod compactor;
 mod conversation;
 pub mod export_html;
 mod extension_actions;
+pub mod extension_binding;
 pub mod extension_hooks;
 mod extension_state;
 mod host_tools;
 pub mod model_choice;
 pub mod models;
 mod outbound;
+pub mod preferences;
 pub mod retry;
+pub mod runs;
 mod session;
 mod startup;
 mod todos;
 pub mod tokens;
 pub mod tool_selection;
+pub mod workspace;
 
 // The session store and the file locations are their own crate.
 pub use tau_store::{self as store, paths};
 // Settings, skills, templates and the system prompt are their own crate too.
 pub use tau_resources::{self as resources, settings, system_prompt};
 
+pub use compactor::CompactDone;
+pub use conversation::{Conversation, SessionStats};
 pub use host_tools::{
     HostTool, HostToolBridge, HostToolCall, HostToolCancel, HostToolDefinition, HostToolError,
     HostToolOutput, HostToolRegistry, RegisteredHostTool,
 };
 pub use models::{StartupModel, resolve_startup_model};
 pub use outbound::{EventSink, ExtensionOutlet, Outbound};
+pub use preferences::Preference;
 pub use session::{
-    Admitted, AgentSession, BashRun, CompactDone, InputSource, Launch, NavigateOptions,
-    NavigateOutcome, PromptOutcome, QueueAs, SessionConfig, SessionError, SessionStats, Submitted,
+    Admitted, AgentSession, BashRun, InputSource, Launch, NavigateOptions, NavigateOutcome,
+    PromptOutcome, QueueAs, Replacement, SessionConfig, SessionError, Submitted,
 };
 pub use settings::Settings;
 pub use startup::{SessionChoice, StartupStore, session_dir, startup_store};

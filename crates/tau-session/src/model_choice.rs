@@ -59,8 +59,37 @@ impl ModelChoice {
         &self.registry
     }
 
-    pub fn registry_mut(&mut self) -> &mut Registry {
-        &mut self.registry
+    /// `pi.registerProvider` after start-up: the provider's models join the registry (the
+    /// current model is kept).
+    pub fn register_provider(
+        &mut self,
+        name: &str,
+        config: serde_json::Value,
+    ) -> Result<(), SessionError> {
+        self.registry
+            .register_provider(name, config)
+            .map_err(|e| SessionError::Store(e.to_string()))
+    }
+
+    pub fn unregister_provider(&mut self, name: &str) {
+        self.registry.unregister_provider(name);
+    }
+
+    /// The model and level now: what the extensions are told a later change replaced.
+    pub fn choice(&self) -> (Option<Model>, ThinkingLevel) {
+        (self.model.clone(), self.thinking_level)
+    }
+
+    /// Whether a run or a summary can start: a model whose provider has a key.
+    pub fn check_credentials(&self) -> Result<(), SessionError> {
+        let Some(model) = &self.model else {
+            return Err(SessionError::NoApiKey("the selected model".to_string()));
+        };
+        match self.registry.request_config(model) {
+            Ok(config) if config.api_key.is_some() => Ok(()),
+            Ok(_) => Err(SessionError::NoApiKey(model.provider.clone())),
+            Err(err) => Err(SessionError::Credentials(err.to_string())),
+        }
     }
 
     /// An extension's change to a model object (`ctx.model.contextWindow = …`): in the
@@ -310,6 +339,24 @@ mod tests {
         seen.sort();
         assert_eq!(seen, levels, "every level once");
         assert_eq!(c.set_thinking_level(c.thinking_level()), None);
+    }
+
+    #[test]
+    fn credentials_are_checked_for_the_current_model() {
+        let (_dir, mut c) = choice(&[("a", true)], &[]);
+        assert_eq!(c.check_credentials(), Ok(()));
+        let (provider, id) = without_key(&c);
+        let keyless = c.registry().find_any(&provider, &id).cloned();
+        c.model = keyless;
+        assert_eq!(
+            c.check_credentials(),
+            Err(SessionError::NoApiKey(provider.clone()))
+        );
+        c.model = None;
+        assert_eq!(
+            c.check_credentials(),
+            Err(SessionError::NoApiKey("the selected model".into()))
+        );
     }
 
     #[test]

@@ -1,8 +1,19 @@
 //! Which tools a run offers (tools-resources §1): pi's default built-in set, or what
-//! `--tools`, `--exclude-tools`, `--no-tools` and `--no-builtin-tools` select, then the active
-//! host tools the same flags allow.
+//! `--tools`, `--exclude-tools`, `--no-tools` and `--no-builtin-tools` select, then the
+//! extensions' tools and the active host tools the same flags allow. [`ToolSet`] owns what
+//! decides that besides the flags (the active set `pi.setActiveTools` chose, the host tools
+//! and the bridge their calls go through); where tools run ([`tool_env`]) is computed from
+//! the session each time, as its directory, settings and model change.
 
-use crate::SessionConfig;
+use std::sync::Arc;
+
+use tau_agent::AgentTool;
+use tau_protocol::Model;
+
+use crate::{
+    BUILTIN_TOOL_NAMES, EventSink, HostToolBridge, HostToolDefinition, HostToolError,
+    HostToolRegistry, SessionConfig, Settings,
+};
 
 /// The command line's tool flags.
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +69,233 @@ impl<'a> ToolSelection<'a> {
                 }
             })
             .collect()
+    }
+}
+
+/// The command line's tool flags, kept for the life of the session.
+#[derive(Debug, Clone, Default)]
+struct Flags {
+    only: Option<Vec<String>>,
+    exclude: Vec<String>,
+    none: bool,
+    no_builtin: bool,
+}
+
+/// The tools a session can offer and which of them it does.
+#[derive(Debug)]
+pub struct ToolSet {
+    flags: Flags,
+    /// `pi.setActiveTools`: the tools runs offer, by name, instead of the default set.
+    active: Option<Vec<String>>,
+    host_tools: HostToolRegistry,
+    host_bridge: Arc<HostToolBridge>,
+    /// The list `todo_write` writes (shared with the runs and the auto-clear timers).
+    todos: Arc<crate::todos::Todos>,
+    /// Where host-tool calls announce themselves.
+    events: EventSink,
+    /// RPC `bash` commands in flight (they run in the tools' environment), and their temp
+    /// files.
+    bash_commands: Arc<crate::session::bash::BashCommands>,
+}
+
+impl ToolSet {
+    pub(crate) fn new(
+        config: &SessionConfig,
+        todos: Arc<crate::todos::Todos>,
+        events: EventSink,
+    ) -> Self {
+        Self {
+            flags: Flags {
+                only: config.tools.clone(),
+                exclude: config.exclude_tools.clone(),
+                none: config.no_tools,
+                no_builtin: config.no_builtin_tools,
+            },
+            active: None,
+            host_tools: HostToolRegistry::default(),
+            host_bridge: Arc::default(),
+            todos,
+            events,
+            bash_commands: Arc::default(),
+        }
+    }
+
+    fn selection(&self) -> ToolSelection<'_> {
+        ToolSelection {
+            only: self.flags.only.as_deref(),
+            exclude: &self.flags.exclude,
+            none: self.flags.none,
+            no_builtin: self.flags.no_builtin,
+        }
+    }
+
+    pub fn host_tools(&self) -> &HostToolRegistry {
+        &self.host_tools
+    }
+
+    /// Routes host-tool replies to waiting calls.
+    pub fn host_bridge(&self) -> &HostToolBridge {
+        &self.host_bridge
+    }
+
+    /// Replaces the host tool set; the registered names in request order.
+    pub fn set_host_tools(
+        &mut self,
+        tools: Vec<HostToolDefinition>,
+    ) -> Result<Vec<String>, HostToolError> {
+        self.host_tools.replace(tools, &BUILTIN_TOOL_NAMES)
+    }
+
+    /// The todo list `todo_write` writes (`get_state.todoPhases`).
+    pub fn todo_phases(&self) -> Vec<tau_protocol::TodoPhase> {
+        self.todos.phases()
+    }
+
+    /// `abort_bash`: the newest RPC `bash` command still running.
+    pub fn abort_bash(&self) {
+        self.bash_commands.abort_newest();
+    }
+
+    pub(crate) fn bash_commands(&self) -> &Arc<crate::session::bash::BashCommands> {
+        &self.bash_commands
+    }
+
+    /// `pi.setActiveTools`'s names, when an extension chose them.
+    pub fn active(&self) -> Option<&[String]> {
+        self.active.as_deref()
+    }
+
+    /// `pi.setActiveTools` (names no tool has are ignored, as in pi). Crate-only: a running
+    /// run must be told too, which the session does.
+    pub(crate) fn set_active(&mut self, names: Vec<String>) {
+        self.active = Some(names);
+    }
+
+    /// The tools a run offers: the active built-in tools (pi's default set, or what the flags
+    /// select), the extensions' tools (an extension tool with a built-in's name replaces it,
+    /// ext §5.4), then the active host tools; or the active set, in its order.
+    pub fn offered(
+        &self,
+        env: tau_tools::ToolEnv,
+        extensions: Option<&Arc<tau_extensions::Extensions>>,
+    ) -> Vec<Arc<dyn AgentTool>> {
+        match &self.active {
+            None => self.tools_from(false, env, extensions),
+            Some(names) => {
+                let all = self.tools_from(true, env, extensions);
+                names
+                    .iter()
+                    .filter_map(|name| all.iter().find(|t| t.name() == name).cloned())
+                    .collect()
+            }
+        }
+    }
+
+    /// Every tool a run could offer (`pi.getAllTools`): the built-in tools the flags allow
+    /// (also those inactive by default), the extensions' tools, the active host tools.
+    pub fn all(
+        &self,
+        env: tau_tools::ToolEnv,
+        extensions: Option<&Arc<tau_extensions::Extensions>>,
+    ) -> Vec<Arc<dyn AgentTool>> {
+        self.tools_from(true, env, extensions)
+    }
+
+    /// The default set, or with `every_builtin` all the built-in tools the flags allow.
+    fn tools_from(
+        &self,
+        every_builtin: bool,
+        env: tau_tools::ToolEnv,
+        extensions: Option<&Arc<tau_extensions::Extensions>>,
+    ) -> Vec<Arc<dyn AgentTool>> {
+        let selection = self.selection();
+        let env = Arc::new(env);
+        let extension_tools: Vec<tau_extensions::ExtensionTool> = extensions
+            .map(|e| e.tools())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|t| selection.allows(&t.registration.name))
+            .collect();
+        let builtin = if every_builtin {
+            selection.every_builtin()
+        } else {
+            selection.builtin()
+        };
+        let mut tools: Vec<Arc<dyn AgentTool>> = builtin
+            .into_iter()
+            .filter(|name| !extension_tools.iter().any(|t| t.registration.name == *name))
+            .filter_map(|name| match name {
+                tau_tools::todo_write::NAME => Some(Arc::new(
+                    tau_tools::todo_write::TodoWriteTool::new(Arc::clone(&self.todos) as _),
+                ) as Arc<dyn AgentTool>),
+                _ => tau_tools::builtin_tool(name, &env),
+            })
+            .collect();
+        tools.extend(
+            extension_tools
+                .into_iter()
+                .map(|t| Arc::new(t) as Arc<dyn AgentTool>),
+        );
+        tools.extend(
+            self.host_tools
+                .tools()
+                .iter()
+                .filter(|t| t.active && selection.allows(&t.name))
+                .map(|t| {
+                    Arc::new(crate::HostTool::new(
+                        t.clone(),
+                        Arc::clone(&self.host_bridge),
+                        self.events.clone(),
+                    )) as Arc<dyn AgentTool>
+                }),
+        );
+        tools
+    }
+}
+
+/// Where and how tools and the RPC `bash` command run: the session's directory, the shell
+/// settings, and whether the current model takes images.
+pub fn tool_env(
+    config: &SessionConfig,
+    settings: &Settings,
+    model: Option<&Model>,
+) -> tau_tools::ToolEnv {
+    tau_tools::ToolEnv {
+        cwd: config.cwd.clone(),
+        home: tau_base::paths::home_dir(),
+        agent_dir: config.agent_dir.clone(),
+        shell_path: settings.get("shellPath"),
+        shell_command_prefix: settings.get("shellCommandPrefix"),
+        auto_resize_images: settings.get("images.autoResize").unwrap_or(true),
+        model_accepts_images: model
+            .is_some_and(|m| m.input.contains(&tau_protocol::InputModality::Image)),
+    }
+}
+
+/// What the next model call offers: its tools and the system prompt written for them.
+pub struct NextCall {
+    pub tools: Vec<Arc<dyn AgentTool>>,
+    pub system_prompt: String,
+}
+
+impl NextCall {
+    /// Name, description and parameter schema of each tool (`get_state.dumpTools`).
+    pub fn tool_descriptions(&self) -> Vec<(String, String, serde_json::Value)> {
+        self.tools
+            .iter()
+            .map(|t| {
+                (
+                    t.name().to_string(),
+                    t.description().to_string(),
+                    t.parameters().clone(),
+                )
+            })
+            .collect()
+    }
+
+    /// The tools' names, in order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name().to_string()).collect()
     }
 }
 
@@ -117,5 +355,116 @@ mod tests {
             ..default
         };
         assert!(hosts_only.builtin().is_empty() && hosts_only.allows("my_host_tool"));
+    }
+}
+
+#[cfg(test)]
+mod tool_set_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config(cwd: &std::path::Path) -> SessionConfig {
+        SessionConfig {
+            agent_dir: cwd.join("agent"),
+            cwd: cwd.to_path_buf(),
+            session_dir: None,
+            no_session: true,
+            name: None,
+            thinking: None,
+            provider: None,
+            model_pattern: None,
+            models_scope: Vec::new(),
+            api_key: None,
+            system_prompt: None,
+            append_system_prompt: Vec::new(),
+            no_context_files: true,
+            tools: None,
+            exclude_tools: vec!["ls".into()],
+            no_tools: false,
+            no_builtin_tools: false,
+            resources: crate::resources::ResourceOptions::default(),
+        }
+    }
+
+    fn tool_set(config: &SessionConfig) -> ToolSet {
+        let (tx, _rx) = tokio::sync::mpsc::channel(8);
+        let events = EventSink::new(tx);
+        let todos = crate::todos::Todos::new(events.clone(), false, None);
+        ToolSet::new(config, todos, events)
+    }
+
+    fn env(config: &SessionConfig) -> tau_tools::ToolEnv {
+        tool_env(config, &Settings::from_value(serde_json::Map::new()), None)
+    }
+
+    fn names(tools: &[Arc<dyn AgentTool>]) -> Vec<String> {
+        tools.iter().map(|t| t.name().to_string()).collect()
+    }
+
+    fn host_tool(name: &str) -> HostToolDefinition {
+        serde_json::from_value(json!({"name": name, "description": "d",
+            "parameters": {"type": "object"}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_active_set_replaces_the_default_in_its_own_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config(dir.path());
+        let mut tools = tool_set(&config);
+        assert_eq!(
+            names(&tools.offered(env(&config), None)),
+            ["read", "bash", "edit", "write", "todo_write"]
+        );
+        let all = names(&tools.all(env(&config), None));
+        assert!(all.contains(&"grep".to_string()) && !all.contains(&"ls".to_string()));
+        tools.set_active(vec![
+            "grep".into(),
+            "no_such_tool".into(),
+            "ls".into(),
+            "read".into(),
+        ]);
+        assert_eq!(tools.active().map(<[String]>::len), Some(4));
+        assert_eq!(names(&tools.offered(env(&config), None)), ["grep", "read"]);
+    }
+
+    #[test]
+    fn host_tools_join_when_active_and_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config(dir.path());
+        let mut tools = tool_set(&config);
+        assert_eq!(
+            tools.set_host_tools(vec![host_tool("deploy")]),
+            Ok(vec!["deploy".to_string()])
+        );
+        assert_eq!(
+            tools.set_host_tools(vec![host_tool("read")]),
+            Err(HostToolError::Conflict("read".into()))
+        );
+        let offered = names(&tools.offered(env(&config), None));
+        assert_eq!(offered.last().map(String::as_str), Some("deploy"));
+        let excluded = SessionConfig {
+            exclude_tools: vec!["deploy".into()],
+            ..config.clone()
+        };
+        let mut tools = tool_set(&excluded);
+        tools.set_host_tools(vec![host_tool("deploy")]).unwrap();
+        assert!(!names(&tools.offered(env(&excluded), None)).contains(&"deploy".to_string()));
+    }
+
+    #[test]
+    fn the_environment_follows_the_settings_and_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config(dir.path());
+        let settings = Settings::from_value(
+            json!({"shellPath": "/bin/zsh", "images": {"autoResize": false}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let env = tool_env(&config, &settings, None);
+        assert_eq!(env.cwd, dir.path());
+        assert_eq!(env.shell_path.as_deref(), Some("/bin/zsh"));
+        assert!(!env.auto_resize_images && !env.model_accepts_images);
     }
 }

@@ -85,9 +85,14 @@ impl AgentSession {
         + Send
         + 'static,
     ) {
-        let mut request = ShellRequest::new(&self.tool_env(), &command);
+        let env = crate::tool_selection::tool_env(
+            self.workspace.config(),
+            self.preferences.settings(),
+            self.models.model(),
+        );
+        let mut request = ShellRequest::new(&env, &command);
         request.sanitize = true;
-        let commands = Arc::clone(&self.bash_commands);
+        let commands = Arc::clone(self.tools.bash_commands());
         let conversation = Arc::clone(&self.conversation);
         let (id, cancel) = commands.start();
         tokio::spawn(async move {
@@ -138,11 +143,6 @@ impl AgentSession {
             done(result).await;
         });
     }
-
-    /// `abort_bash`.
-    pub fn abort_bash(&self) {
-        self.bash_commands.abort_newest();
-    }
 }
 
 /// Puts the command's `bashExecution` message into the conversation: at once when no run
@@ -170,18 +170,4 @@ fn record(conversation: &Conversation, command: &str, run: &BashRun, exclude: Op
     state.messages.push(Arc::clone(&message));
     drop(state);
     conversation.persist(|store| store.append_message(message));
-}
-
-/// Messages held back while a run streamed join the conversation once it has ended.
-pub(crate) fn flush_held_back(conversation: &Conversation) {
-    let held = {
-        let mut state = conversation.lock();
-        state.run_active = false;
-        let held = std::mem::take(&mut state.held_back);
-        state.messages.extend(held.iter().cloned().map(Arc::new));
-        held
-    };
-    for message in held {
-        conversation.persist(|store| store.append_message(message));
-    }
 }

@@ -1,14 +1,16 @@
 //! The one way a message enters the session, whoever sends it (an RPC `prompt`, `steer` or
 //! `follow_up`, a one-shot message, an extension's `sendUserMessage`, the coming front-ends):
 //! the extensions' `input` hook, then skill and template expansion with the queueing rules of
-//! [`AgentSession::prompt`], then `before_agent_start` when it starts a run, in pi's order.
+//! [`AgentSession::admit`], then `before_agent_start` when it starts a run, in pi's order.
 //! Front-ends only parse, call [`AgentSession::submit`], and write what it returns.
 
-use tau_protocol::ImageContent;
+use tau_protocol::{ImageContent, SessionEvent};
 use tokio_util::sync::CancellationToken;
 
-use super::{AgentSession, Launch, PromptOutcome, QueueAs, SessionError};
+use super::{AgentSession, Launch, PromptOutcome, QueueAs, SessionError, user_message};
+use crate::EventSink;
 use crate::extension_hooks::{self, InputOutcome};
+use crate::workspace::Workspace;
 
 /// Who sent a message: the `source` of pi's `input` event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,10 +65,10 @@ impl AgentSession {
         cancel: &CancellationToken,
     ) -> Result<Submitted, SessionError> {
         let (mut text, mut images) = (text.to_string(), images);
-        if let Some(extensions) = self.extensions().cloned()
+        if let Some(extensions) = self.extensions.extensions().cloned()
             && extensions.subscribed("input")
         {
-            let behavior = self.is_streaming().then_some(match queue_as {
+            let behavior = self.runs.is_streaming().then_some(match queue_as {
                 Some(QueueAs::Steer) => "steer",
                 _ => "followUp",
             });
@@ -92,21 +94,43 @@ impl AgentSession {
     }
 
     /// A message past `input` (a held one offered again): expansion, queueing, and
-    /// `before_agent_start` when it starts a run.
+    /// `before_agent_start` when it starts a run. Queued when a run streams and a queue was
+    /// named, an error when none was, otherwise checked (model, key) and ready to launch
+    /// (rpc.md §3.1). Whether the session streams is decided here, synchronously, so two
+    /// prompts in a row can never both start a run (pi's lost-prompt race).
     pub async fn admit(
         &mut self,
         message: Admitted,
         queue_as: Option<QueueAs>,
         cancel: &CancellationToken,
     ) -> Result<Submitted, SessionError> {
-        let outcome = self
-            .prompt(&message.text, message.images.clone(), queue_as)
-            .await?;
+        self.runs.reap().await;
+        let outcome = if queue_as.is_none() && self.runs.in_post_run() {
+            PromptOutcome::Held
+        } else {
+            let text = &expand_input(&self.workspace, &self.events, &message.text).await;
+            let images = message.images.clone();
+            if self.runs.is_streaming() {
+                let Some(queue_as) = queue_as else {
+                    return Err(SessionError::Busy);
+                };
+                let update = self.conversation.queue(queue_as, text, images);
+                self.events.emit(update).await;
+                PromptOutcome::Queued
+            } else {
+                self.models.check_credentials()?;
+                PromptOutcome::Start(Box::new(Launch {
+                    prompt: user_message(text, images),
+                    extra: Vec::new(),
+                    system_prompt: None,
+                }))
+            }
+        };
         Ok(match outcome {
             PromptOutcome::Queued => Submitted::Queued,
             PromptOutcome::Held => Submitted::Held(message),
             PromptOutcome::Start(mut launch) => {
-                if let Some(extensions) = self.extensions().cloned()
+                if let Some(extensions) = self.extensions.extensions().cloned()
                     && extensions.subscribed("before_agent_start")
                 {
                     let (prompt, images) = launch.prompt();
@@ -114,7 +138,7 @@ impl AgentSession {
                         &extensions,
                         &prompt,
                         &images,
-                        self.current_system_prompt(),
+                        self.next_call().system_prompt,
                         cancel,
                     )
                     .await;
@@ -124,4 +148,28 @@ impl AgentSession {
             }
         })
     }
+
+    /// Queues a steering or follow-up message (also when idle: it waits for the next run),
+    /// with a `/skill:` command or a template expanded.
+    pub async fn enqueue(&mut self, queue_as: QueueAs, text: &str, images: Vec<ImageContent>) {
+        let text = expand_input(&self.workspace, &self.events, text).await;
+        let update = self.conversation.queue(queue_as, &text, images);
+        self.events.emit(update).await;
+    }
+}
+
+/// Expands a `/skill:` command or a template; a skill file that cannot be read is reported
+/// as pi reports it (an `extension_error` for `skill_expansion`).
+async fn expand_input(workspace: &Workspace, events: &EventSink, text: &str) -> String {
+    let (text, failure) = workspace.resources().expand(text);
+    if let Some((file, error)) = failure {
+        events
+            .emit(SessionEvent::ExtensionError {
+                extension_path: file.display().to_string(),
+                event: "skill_expansion".into(),
+                error,
+            })
+            .await;
+    }
+    text
 }

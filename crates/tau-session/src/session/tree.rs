@@ -71,8 +71,8 @@ impl AgentSession {
         target_id: &str,
         options: NavigateOptions,
     ) -> Result<NavigateOutcome, SessionError> {
-        self.wait_idle().await;
-        let old_leaf = self.leaf_id();
+        self.runs.wait_idle().await;
+        let old_leaf = self.conversation.leaf_id();
         if old_leaf.as_deref() == Some(target_id) {
             return Ok(NavigateOutcome::default());
         }
@@ -98,7 +98,8 @@ impl AgentSession {
         let mut supplied = None;
         if let Some(extensions) = self
             .extensions
-            .clone()
+            .extensions()
+            .cloned()
             .filter(|e| e.subscribed("session_before_tree"))
         {
             let event = json!({
@@ -152,11 +153,16 @@ impl AgentSession {
         let summary = match supplied {
             Some(s) => Some((s.summary, s.details)),
             None if options.summarize && !entries.is_empty() => {
-                let summarizer = self.summarizer()?;
+                let summarizer = crate::compactor::Summarizer::new(
+                    &self.models,
+                    || self.runs.client(),
+                    &self.preferences,
+                    &self.conversation,
+                )?;
                 let budget = summarizer
                     .model
                     .context_window
-                    .saturating_sub(self.settings.branch_summary_reserve_tokens());
+                    .saturating_sub(self.preferences.settings().branch_summary_reserve_tokens());
                 let (messages, file_ops) = branch_messages(&entries, budget);
                 let details = file_ops.details();
                 let mut input = SummaryInput::new(messages);
@@ -212,12 +218,12 @@ impl AgentSession {
         };
         let messages = self.conversation.store().build_context().messages;
         self.conversation.lock().messages = messages;
-        self.sync_todos();
+        super::files::sync_todos(&self.conversation, &self.todos);
         self.refresh_extension_state();
-        if let Some(extensions) = self.extensions.clone() {
+        if let Some(extensions) = self.extensions.extensions().cloned() {
             let mut event = json!({
                 "type": "session_tree",
-                "newLeafId": self.leaf_id(),
+                "newLeafId": self.conversation.leaf_id(),
                 "oldLeafId": old_leaf,
             });
             if let Some(entry) = &summary_entry {

@@ -1,6 +1,8 @@
 //! The run task of a session: starting it, what it does after the agent loop returns
 //! (automatic retry, compaction, the held-back `bash` results, `agent_settled`), and how
 //! the session asks about it (streaming, post-run work), waits for it or aborts it.
+//! Compaction (`compactor.rs`) knows nothing of this module: the run task calls into it, and
+//! the session hands a `compact` command here as a [`compactor::ManualCompaction`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,8 +13,8 @@ use tau_protocol::AgentMessage;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{bash, compact};
 use crate::EventSink;
+use crate::compactor;
 use crate::conversation::{Conversation, Host};
 use crate::retry::RetrySettings;
 
@@ -35,7 +37,7 @@ pub(crate) struct RunServices {
     /// Automatic retry as set when the run starts.
     pub retry: RetrySettings,
     /// Compaction's summariser, when the model has credentials.
-    pub summarizer: Option<compact::Summarizer>,
+    pub summarizer: Option<compactor::Summarizer>,
     pub extensions: Option<Arc<tau_extensions::Extensions>>,
     /// `images.blockImages`: the model sees a placeholder text in place of every image.
     pub block_images: bool,
@@ -45,10 +47,13 @@ pub(crate) struct RunServices {
 
 /// The session's run task, if one is under way.
 #[derive(Default)]
-pub(crate) struct Runs {
+pub struct Runs {
     active: Option<ActiveRun>,
     /// What the next run waits for before it writes anything (see [`Runs::gate_next`]).
     gate: Option<futures_util::future::BoxFuture<'static, ()>>,
+    /// One HTTP client for every run and summary of the session (its connection pool), made
+    /// when the first needs it.
+    client: Option<tau_ai::provider::HttpClient>,
 }
 
 impl std::fmt::Debug for Runs {
@@ -56,7 +61,7 @@ impl std::fmt::Debug for Runs {
         f.debug_struct("Runs")
             .field("active", &self.active)
             .field("gated", &self.gate.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -68,14 +73,22 @@ impl Runs {
             .is_some_and(|run| run.running.load(Ordering::Acquire))
     }
 
+    /// The session's HTTP client.
+    pub(crate) fn client(&mut self) -> tau_ai::provider::HttpClient {
+        self.client
+            .get_or_insert_with(tau_ai::provider::http_client)
+            .clone()
+    }
+
     /// The task has written its `agent_end` and is doing post-run work.
-    pub fn in_post_run(&self) -> bool {
+    pub(crate) fn in_post_run(&self) -> bool {
         self.active.as_ref().is_some_and(|run| {
             run.running.load(Ordering::Acquire) && run.ended.load(Ordering::Acquire)
         })
     }
 
-    /// Returns when the task has finished (never, while there is none). Cancel-safe.
+    /// Returns when the task has finished (never, while there is none: meant for a `select!`
+    /// that waits to offer a held prompt again). Cancel-safe.
     pub async fn finished(&mut self) {
         match self.active.as_mut() {
             Some(run) => {
@@ -88,7 +101,7 @@ impl Runs {
 
     /// Waits for an ended run's task to write its last event, so a new run's events never
     /// interleave with it.
-    pub async fn reap(&mut self) {
+    pub(crate) async fn reap(&mut self) {
         if !self.is_streaming()
             && let Some(run) = self.active.take()
         {
@@ -96,7 +109,8 @@ impl Runs {
         }
     }
 
-    /// Cancels the task and waits until it has written its last events.
+    /// Cancels the task and waits until it has written its last events. Queues are left as
+    /// they are (decision 10).
     pub async fn abort(&mut self) {
         if let Some(run) = self.active.take() {
             run.cancel.cancel();
@@ -104,7 +118,7 @@ impl Runs {
         }
     }
 
-    /// Waits for the task to end on its own.
+    /// Waits for the task to end on its own (stdin closed: finish pending work).
     pub async fn wait_idle(&mut self) {
         if let Some(run) = self.active.take() {
             let _ = run.handle.await;
@@ -112,7 +126,12 @@ impl Runs {
     }
 
     /// Starts a run of `prompts` on its own task.
-    pub fn start(&mut self, spec: RunSpec, prompts: Vec<AgentMessage>, services: RunServices) {
+    pub(crate) fn start(
+        &mut self,
+        spec: RunSpec,
+        prompts: Vec<AgentMessage>,
+        services: RunServices,
+    ) {
         let context_window = spec.model.context_window;
         let gate = self.gate.take();
         self.launch(
@@ -134,8 +153,10 @@ impl Runs {
     }
 
     /// Makes the next run started wait for `gate` before it writes its first event (it is
-    /// streaming from the start all the same). A front-end uses it to answer the command
-    /// that caused the run first, as pi does (its run starts after the command's answer).
+    /// streaming from the start all the same), until [`Runs::clear_gate`]. A front-end uses
+    /// it to answer the command that caused the run first, as pi does (an extension command's
+    /// `sendUserMessage` starts a run that pi begins only after the command's `prompt` is
+    /// answered).
     pub fn gate_next(&mut self, gate: futures_util::future::BoxFuture<'static, ()>) {
         self.gate = Some(gate);
     }
@@ -149,11 +170,11 @@ impl Runs {
     /// and held behind like a run: `isStreaming` stays true (as during a run's own
     /// compaction) and a prompt meanwhile is held until it ends. `spec` (none without a
     /// model) serves the run that delivers messages queued meanwhile.
-    pub fn start_compaction(
+    pub(crate) fn start_compaction(
         &mut self,
         spec: Option<RunSpec>,
         services: RunServices,
-        compaction: compact::ManualCompaction,
+        compaction: compactor::ManualCompaction,
     ) {
         let context_window = spec.as_ref().map_or(0, |s| s.model.context_window);
         // `ended` is set from the start: a prompt is held, as after a run's `agent_end`, and
@@ -179,7 +200,7 @@ impl Runs {
         ended: bool,
         spawn: impl FnOnce(
             Host,
-            Option<compact::Summarizer>,
+            Option<compactor::Summarizer>,
             Arc<crate::todos::Todos>,
             CancellationToken,
             Arc<AtomicBool>,
@@ -224,13 +245,13 @@ impl Runs {
 async fn compact_then_deliver(
     spec: Option<RunSpec>,
     host: Host,
-    summarizer: Option<compact::Summarizer>,
+    summarizer: Option<compactor::Summarizer>,
     todos: Arc<crate::todos::Todos>,
-    compaction: compact::ManualCompaction,
+    compaction: compactor::ManualCompaction,
     cancel: CancellationToken,
     running: Arc<AtomicBool>,
 ) {
-    let outcome = compact::manual(
+    let outcome = compactor::manual(
         &host,
         compaction.summarizer,
         compaction.custom_instructions.as_deref(),
@@ -248,7 +269,7 @@ async fn compact_then_deliver(
             drive(spec, Vec::new(), host, summarizer, todos, cancel, running).await;
         }
         _ => {
-            bash::flush_held_back(&host.conversation);
+            host.conversation.flush_held_back();
             running.store(false, Ordering::Release);
         }
     }
@@ -260,7 +281,7 @@ async fn drive(
     spec: RunSpec,
     mut prompts: Vec<AgentMessage>,
     host: Host,
-    summarizer: Option<compact::Summarizer>,
+    summarizer: Option<compactor::Summarizer>,
     todos: Arc<crate::todos::Todos>,
     run_cancel: CancellationToken,
     running: Arc<AtomicBool>,
@@ -275,7 +296,7 @@ async fn drive(
             continue;
         }
         if let Some(summarizer) = &summarizer
-            && compact::after_run(
+            && compactor::after_run(
                 &host,
                 summarizer,
                 &added,
@@ -295,7 +316,7 @@ async fn drive(
         }
         break;
     }
-    bash::flush_held_back(&host.conversation);
+    host.conversation.flush_held_back();
     running.store(false, Ordering::Release);
     host.events
         .emit(SessionEvent::AgentSettled {
@@ -471,19 +492,87 @@ async fn retry_after_failure(
     true
 }
 
-impl super::AgentSession {
-    /// stdin has closed (T77): the work under way may finish (decision 11), but nothing in it
-    /// may wait on the client or on a silent provider any more. Pending host-tool calls fail
-    /// with xcsh's disconnect text (later ones at once), a retry back-off ends and no new one
-    /// starts, and every provider stream, this run's and later ones', fails after
-    /// [`SILENCE_AFTER_INPUT_CLOSED`] without data.
-    pub fn input_closed(&self) {
-        self.host_bridge.disconnect();
-        self.conversation.close_input(SILENCE_AFTER_INPUT_CLOSED);
-        self.abort_retry();
-    }
-}
-
 /// How long a provider may send nothing once stdin has closed before its stream fails.
 pub(crate) const SILENCE_AFTER_INPUT_CLOSED: std::time::Duration =
     std::time::Duration::from_secs(5);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Outbound;
+    use crate::store::SessionStore;
+
+    fn services() -> (RunServices, tokio::sync::mpsc::Receiver<Outbound>) {
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let events = EventSink::new(tx);
+        let services = RunServices {
+            conversation: Arc::new(Conversation::new(SessionStore::in_memory(
+                std::path::Path::new("/tmp"),
+            ))),
+            events: events.clone(),
+            retry: RetrySettings::default(),
+            summarizer: None,
+            extensions: None,
+            block_images: false,
+            todos: crate::todos::Todos::new(events, false, None),
+        };
+        (services, rx)
+    }
+
+    fn event_types(rx: &mut tokio::sync::mpsc::Receiver<Outbound>) -> Vec<String> {
+        let mut types = Vec::new();
+        while let Ok(record) = rx.try_recv() {
+            if let Outbound::Event(event) = record {
+                let value = serde_json::to_value(&*event).unwrap_or_default();
+                types.push(value["type"].as_str().unwrap_or_default().to_string());
+            }
+        }
+        types
+    }
+
+    #[tokio::test]
+    async fn a_compact_command_holds_the_slot_until_it_has_answered() {
+        let (services, mut rx) = services();
+        let conversation = Arc::clone(&services.conversation);
+        let mut runs = Runs::default();
+        assert!(!runs.is_streaming() && !runs.in_post_run());
+        let (tx, answered) = tokio::sync::oneshot::channel();
+        runs.start_compaction(
+            None,
+            services,
+            compactor::ManualCompaction {
+                custom_instructions: None,
+                summarizer: Err("No model".into()),
+                done: Box::new(move |outcome| {
+                    Box::pin(async move {
+                        let _ = tx.send(outcome.map_err(|e| e.to_string()));
+                    })
+                }),
+            },
+        );
+        assert!(
+            runs.is_streaming() && runs.in_post_run(),
+            "a prompt is held"
+        );
+        runs.wait_idle().await;
+        assert!(!runs.is_streaming());
+        assert_eq!(answered.await.ok(), Some(Err("No model".to_string())));
+        assert_eq!(event_types(&mut rx), ["compaction_start", "compaction_end"]);
+        assert!(
+            !conversation.lock().run_active,
+            "held-back messages flushed"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_gate_no_run_took_is_dropped_and_abort_without_a_run_returns() {
+        let mut runs = Runs::default();
+        runs.gate_next(Box::pin(std::future::pending()));
+        assert!(runs.gate.is_some());
+        runs.clear_gate();
+        assert!(runs.gate.is_none());
+        runs.abort().await;
+        runs.reap().await;
+        assert!(!runs.is_streaming());
+    }
+}

@@ -2,12 +2,14 @@
 //! and the automatic compaction a run triggers when its context passes the threshold or
 //! overflows (then the failed request is sent again once, with the compacted context).
 //! The rules (cut point, summary prompts, file lists) live in [`crate::compaction`].
+//! Nothing here knows the run task (`runs.rs`) or the session: the run task calls
+//! [`after_run`] and [`manual`], and the session builds the [`Summarizer`] they use.
 
 use tau_ai::provider::{CancellationToken, HttpClient, StreamOptions, stream};
 use tau_protocol::{AgentMessage, AssistantContent, AssistantMessageEvent, Model, StopReason};
 use tau_protocol::{CompactionReason, CompactionResult, SessionEvent};
 
-use super::{AgentSession, SessionError};
+use crate::SessionError;
 use crate::compaction::summary::{
     SummaryInput, SummaryRequest, assemble_summary, compaction_result, estimated_tokens_after,
     history_request, turn_prefix_request,
@@ -50,6 +52,39 @@ impl Prepared {
 }
 
 impl Summarizer {
+    /// The summariser for the current model, when there is one with a key. `client` is asked
+    /// for only then; the preferences give the request options and the compaction settings.
+    pub(crate) fn new(
+        models: &crate::model_choice::ModelChoice,
+        client: impl FnOnce() -> HttpClient,
+        preferences: &crate::preferences::Preferences,
+        conversation: &Conversation,
+    ) -> Result<Self, SessionError> {
+        models.check_credentials()?;
+        let Some(model) = models.model().cloned() else {
+            return Err(SessionError::NoApiKey("the selected model".into()));
+        };
+        let config = models
+            .registry()
+            .request_config(&model)
+            .map_err(|e| SessionError::Credentials(e.to_string()))?;
+        Ok(Self {
+            client: client(),
+            model: Model {
+                base_url: config.base_url,
+                ..model.clone()
+            },
+            options: StreamOptions {
+                api_key: config.api_key.map(|k| k.expose().to_string()),
+                headers: config.headers,
+                reasoning: model.reasoning.then_some(models.thinking_level()),
+                session_id: Some(conversation.session_id()),
+                ..preferences.provider_options(conversation.idle_cap())
+            },
+            settings: preferences.compaction_settings(),
+        })
+    }
+
     /// Summarises what `prepared` names, appends the compaction entry and rebuilds the
     /// in-memory context from it; `get_state.isCompacting` is true meanwhile. Errors are the
     /// texts pi reports.
@@ -141,7 +176,7 @@ impl Summarizer {
 
     /// One summary request; a request that itself overflows the model is sent again with
     /// smaller input until it fits or nothing more can go.
-    pub(super) async fn ask(
+    pub(crate) async fn ask(
         &self,
         cancel: &CancellationToken,
         input: &mut SummaryInput,
@@ -197,66 +232,6 @@ async fn complete(
         }
     }
     Err("The provider stream ended without a result".into())
-}
-
-impl AgentSession {
-    /// The summariser for the current model, when there is one with a key.
-    pub(super) fn summarizer(&mut self) -> Result<Summarizer, SessionError> {
-        self.check_credentials()?;
-        let Some(model) = self.models.model().cloned() else {
-            return Err(SessionError::NoApiKey("the selected model".into()));
-        };
-        let config = self
-            .models
-            .registry()
-            .request_config(&model)
-            .map_err(|e| SessionError::Credentials(e.to_string()))?;
-        let client = self
-            .client
-            .get_or_insert_with(tau_ai::provider::http_client)
-            .clone();
-        Ok(Summarizer {
-            client,
-            model: Model {
-                base_url: config.base_url,
-                ..model.clone()
-            },
-            options: StreamOptions {
-                api_key: config.api_key.map(|k| k.expose().to_string()),
-                headers: config.headers,
-                reasoning: model.reasoning.then_some(self.models.thinking_level()),
-                session_id: Some(self.session_id()),
-                ..self.provider_options()
-            },
-            settings: self.compaction_settings(),
-        })
-    }
-
-    pub(super) fn compaction_settings(&self) -> CompactionSettings {
-        let mut settings = CompactionSettings::from_settings(&self.settings);
-        settings.enabled &= self.auto_compaction;
-        settings
-    }
-
-    /// `compact` (rpc.md §3.13): ends a running turn, then compacts on a task of its own, so
-    /// that the input loop keeps answering meanwhile and `abort` can end it (T76). `done`
-    /// gets the outcome right after `compaction_end` is written. Messages queued meanwhile
-    /// are delivered by a run that follows at once; a prompt meanwhile is held until it ends.
-    pub async fn start_compact(&mut self, custom_instructions: Option<String>, done: CompactDone) {
-        self.abort().await;
-        let summarizer = self.summarizer().map_err(|e| e.to_string());
-        let spec = self.run_spec(None);
-        let services = self.run_services();
-        self.runs.start_compaction(
-            spec,
-            services,
-            ManualCompaction {
-                custom_instructions,
-                summarizer,
-                done,
-            },
-        );
-    }
 }
 
 /// A `compact` command for the run task: its instructions, the summariser (or why there is
@@ -618,4 +593,61 @@ pub(crate) async fn after_run(
         })
         .await;
     will_retry
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SessionStore;
+
+    #[test]
+    fn an_empty_branch_has_nothing_to_compact() {
+        let conversation = Conversation::new(SessionStore::in_memory(std::path::Path::new("/tmp")));
+        let error = Prepared::of(&conversation, 20_000).err();
+        assert!(
+            error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("Nothing to compact")),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn an_extension_compaction_is_written_and_becomes_the_context() {
+        let conversation = Conversation::new(SessionStore::in_memory(std::path::Path::new("/tmp")));
+        let prepared = Prepared {
+            path: Vec::new(),
+            preparation: CompactionPreparation {
+                first_kept_entry_id: "kept".into(),
+                messages_to_summarize: Vec::new(),
+                turn_prefix_messages: Vec::new(),
+                is_split_turn: false,
+                previous_summary: None,
+                tokens_before: 1234,
+                file_ops: Default::default(),
+            },
+        };
+        let supplied = SuppliedCompaction {
+            summary: "what happened".into(),
+            first_kept_entry_id: None,
+            tokens_before: None,
+            details: Some(serde_json::json!({"by": "extension"})),
+        };
+        let result = write_supplied(&conversation, &prepared, supplied);
+        assert_eq!(result.summary, "what happened");
+        assert_eq!(result.first_kept_entry_id, "kept");
+        assert_eq!(result.tokens_before, 1234);
+        let store = conversation.store();
+        let last = store.entries().last().map(|e| e.kind.clone());
+        assert!(
+            matches!(
+                last,
+                Some(crate::store::EntryKind::Compaction {
+                    from_hook: Some(true),
+                    ..
+                })
+            ),
+            "{last:?}"
+        );
+    }
 }
