@@ -144,18 +144,19 @@ export function setThemeSetting(name) {
 	themeSettingName = name;
 }
 
-/** pi's theme module: the lean single file scripts/bundle-theme.mjs writes beside it at
- * install (same code, without the syntax highlighters and pi-tui's components, which the theme
- * only needs on rare calls), or pi's own when that file is missing. */
+/** pi's theme module: the lean CommonJS file scripts/bundle-theme.mjs writes beside it at
+ * install (same code, only the part the host uses, with chalk, TypeBox's schema and pi-tui's
+ * terminal probing set up on first use), or pi's own when that file is missing. */
 function themeModulePath() {
-	const lite = distPath("modes/interactive/theme/theme.tau-lite.mjs");
+	const lite = distPath("modes/interactive/theme/theme.tau-lite.cjs");
 	return existsSync(lite) ? lite : distPath("modes/interactive/theme/theme.js");
 }
 
 /**
  * pi's global theme, initialised on first use. `ctx.ui.theme` is a synchronous getter, so the
- * theme module is loaded with require(esm) (Node >= 20.19) exactly when an extension first
- * touches it. pi's own module costs a few hundred milliseconds to import; the lean one a few.
+ * theme module is loaded with require (pi's own, an ES module, needs require(esm): Node >=
+ * 20.19) exactly when an extension first touches it. pi's own module costs a few hundred
+ * milliseconds to import; the lean one a few (scripts/measure-theme.mjs).
  * The theme lives on a global symbol, so an extension that imports pi's module sees this one.
  */
 export function getTheme() {
@@ -166,10 +167,12 @@ export function getTheme() {
 	return globalThis[THEME_KEY];
 }
 
-/** For Node versions without require(esm): import the theme ahead of the first dispatch. */
+/** For Node versions without require(esm): load the theme ahead of the first dispatch (pi's
+ * own module is an ES module; the lean one is CommonJS, whose exports an import could not see). */
 export async function preloadTheme() {
 	if (globalThis[THEME_KEY]) return;
-	const themeModule = await import(pathToFileURL(themeModulePath()).href);
+	const path = themeModulePath();
+	const themeModule = path.endsWith(".cjs") ? require(path) : await import(pathToFileURL(path).href);
 	if (!globalThis[THEME_KEY]) themeModule.initTheme(themeSettingName, false);
 }
 
