@@ -127,7 +127,8 @@ pub enum FromExtension {
 }
 
 /// `ui_request`: a dialog or a display update, in RPC mode's own method shapes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "ExtensionUiRequestFrame")]
 pub struct UiRequestFrame {
     pub id: String,
     pub extension: String,

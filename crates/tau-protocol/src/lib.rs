@@ -13,6 +13,7 @@ mod agent_message;
 mod assistant_event;
 pub mod content;
 pub mod extension;
+pub mod extension_event;
 mod host_tools;
 mod message;
 mod model;

@@ -37,6 +37,25 @@ pub fn protocol_schema() -> Value {
     // Not a stdin or stdout record: the `action` frames of the extension processes'
     // protocol (docs/extensions.md §4), which their hosts can check themselves against.
     generator.subschema_for::<crate::extension::ExtensionAction>();
+    // Likewise the events tau raises in extensions, their handlers' results, and the dialogs
+    // and display updates extensions ask for (docs/extensions.md §3, §5).
+    {
+        use crate::extension_event::*;
+        generator.subschema_for::<ExtensionEvent<'static>>();
+        generator.subschema_for::<crate::extension::UiRequestFrame>();
+        generator.subschema_for::<ProjectTrustResult>();
+        generator.subschema_for::<CancelResult>();
+        generator.subschema_for::<SessionBeforeCompactResult>();
+        generator.subschema_for::<SessionBeforeTreeResult>();
+        generator.subschema_for::<InputResult>();
+        generator.subschema_for::<BeforeAgentStartResult>();
+        generator.subschema_for::<ContextResult>();
+        generator.subschema_for::<BeforeProviderRequestResult>();
+        generator.subschema_for::<ToolCallResult>();
+        generator.subschema_for::<ToolResultPatch>();
+        generator.subschema_for::<MessageEndResult>();
+        generator.subschema_for::<ResourcesDiscoverResult>();
+    }
     let data = RpcCommand::response_data_schemas(&mut generator);
     let mut defs: Map<String, Value> = generator.take_definitions(true);
     defs.insert("Response".into(), response_schema(data));

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tau_protocol::ImageContent;
 use tau_protocol::extension::ExtensionAction;
+use tau_protocol::extension_event::{CancelResult, ExtensionEvent, take_result};
 use tau_session::{
     AgentSession, EventSink, InputSource, Outbound, Preference, QueueAs, Replacement, SessionError,
     Submitted,
@@ -446,14 +447,22 @@ impl RpcServer {
         };
         tau_session::extension_hooks::notify(
             &extensions,
-            json!({"type": "session_shutdown", "reason": "reload"}),
+            ExtensionEvent::SessionShutdown {
+                reason: "reload",
+                target_session_file: None,
+            }
+            .to_value(),
         )
         .await;
         self.session.reload_resources();
         self.restart_extensions(
             &extensions,
             "reload",
-            json!({"type": "session_start", "reason": "reload"}),
+            ExtensionEvent::SessionStart {
+                reason: "reload",
+                previous_session_file: None,
+            }
+            .to_value(),
             "reload",
         )
         .await;
@@ -550,26 +559,39 @@ impl RpcServer {
         let name = command.name();
         let leaf = self.session.conversation().leaf_id();
         let fork_before = |entry_id: &str| {
-            let event = json!({"type": "session_before_fork", "entryId": entry_id,
-                "position": "before"});
-            (event, "fork", None)
+            let event = ExtensionEvent::SessionBeforeFork {
+                entry_id,
+                position: "before",
+            };
+            (event.to_value(), "fork", None)
         };
         let (before, reason, target) = match &command {
             RpcCommand::NewSession(_) => (
-                json!({"type": "session_before_switch", "reason": "new"}),
+                ExtensionEvent::SessionBeforeSwitch {
+                    reason: "new",
+                    target_session_file: None,
+                }
+                .to_value(),
                 "new",
                 None,
             ),
             RpcCommand::SwitchSession(c) => (
-                json!({"type": "session_before_switch", "reason": "resume",
-                    "targetSessionFile": c.session_path}),
+                ExtensionEvent::SessionBeforeSwitch {
+                    reason: "resume",
+                    target_session_file: Some(&c.session_path),
+                }
+                .to_value(),
                 "resume",
                 Some(c.session_path.clone()),
             ),
             RpcCommand::Fork(c) => fork_before(&c.entry_id),
             RpcCommand::Branch(c) => fork_before(&c.entry_id),
             _ => (
-                json!({"type": "session_before_fork", "entryId": leaf, "position": "at"}),
+                ExtensionEvent::SessionBeforeFork {
+                    entry_id: leaf.as_deref().unwrap_or_default(),
+                    position: "at",
+                }
+                .to_value(),
                 "fork",
                 None,
             ),
@@ -577,7 +599,7 @@ impl RpcServer {
         let mut cancelled = false;
         extensions
             .emit(before, Some(&self.interrupt.current()), |_, result| {
-                if result.get("cancel").and_then(Value::as_bool) == Some(true) {
+                if take_result::<CancelResult>(result).cancel == Some(true) {
                     cancelled = true;
                     return std::ops::ControlFlow::Break(());
                 }
@@ -599,19 +621,20 @@ impl RpcServer {
         }
         let previous_id = self.session.conversation().session_id();
         let previous_file = self.session.conversation().session_file();
-        let mut shutdown = json!({"type": "session_shutdown", "reason": reason});
-        if let Some(target) = target {
-            shutdown["targetSessionFile"] = json!(target);
-        }
-        tau_session::extension_hooks::notify(extensions, shutdown).await;
+        let shutdown = ExtensionEvent::SessionShutdown {
+            reason,
+            target_session_file: target.as_deref(),
+        };
+        tau_session::extension_hooks::notify(extensions, shutdown.to_value()).await;
         let reply = self.dispatch_simple(id, command).await;
         self.session.settle();
         if self.session.conversation().session_id() != previous_id {
-            let mut start = json!({"type": "session_start", "reason": reason});
-            if let Some(file) = previous_file {
-                start["previousSessionFile"] = json!(file.display().to_string());
-            }
-            self.restart_extensions(extensions, reason, start, "startup")
+            let previous_file = previous_file.map(|file| file.display().to_string());
+            let start = ExtensionEvent::SessionStart {
+                reason,
+                previous_session_file: previous_file.as_deref(),
+            };
+            self.restart_extensions(extensions, reason, start.to_value(), "startup")
                 .await;
         }
         reply
@@ -1314,7 +1337,11 @@ where
             let startup = tokio::spawn(async move {
                 tau_session::extension_hooks::notify(
                     &set,
-                    json!({"type": "session_start", "reason": "startup"}),
+                    ExtensionEvent::SessionStart {
+                        reason: "startup",
+                        previous_session_file: None,
+                    }
+                    .to_value(),
                 )
                 .await;
                 tau_session::extension_hooks::resources_discover(&set, &cwd, "startup").await

@@ -6,6 +6,10 @@
 //! [`after_run`] and [`manual`], and the session builds the [`Summarizer`] they use.
 
 use tau_ai::provider::{CancellationToken, HttpClient, StreamOptions, stream};
+use tau_protocol::extension_event::{
+    CompactPreparation, ExtensionEvent, FileOps, SessionBeforeCompactResult, SuppliedCompaction,
+    take_result,
+};
 use tau_protocol::{AgentMessage, AssistantContent, AssistantMessageEvent, Model, StopReason};
 use tau_protocol::{CompactionReason, CompactionResult, SessionEvent};
 
@@ -325,9 +329,14 @@ pub(crate) async fn manual(
             .and_then(|e| serde_json::to_value(e).ok());
         crate::extension_hooks::notify(
             extensions,
-            serde_json::json!({"type": "session_compact", "compactionEntry": entry,
-                "fromExtension": from_extension, "reason": "manual", "willRetry": false,
-                "result": result}),
+            ExtensionEvent::SessionCompact {
+                compaction_entry: entry,
+                from_extension,
+                reason: "manual",
+                will_retry: false,
+                result: &serde_json::to_value(result).unwrap_or_default(),
+            }
+            .to_value(),
         )
         .await;
     }
@@ -367,36 +376,38 @@ async fn ask_extensions(
         return HookDecision::Proceed;
     };
     let p = &prepared.preparation;
-    let mut event = serde_json::json!({
-        "type": "session_before_compact",
-        "preparation": {
-            "firstKeptEntryId": p.first_kept_entry_id,
-            "messagesToSummarize": p.messages_to_summarize,
-            "turnPrefixMessages": p.turn_prefix_messages,
-            "isSplitTurn": p.is_split_turn,
-            "tokensBefore": p.tokens_before,
-            "previousSummary": p.previous_summary,
-            "fileOps": {"read": p.file_ops.read_files, "written": p.file_ops.modified_files,
-                        "edited": []},
+    let to_summarize = serde_json::to_value(&p.messages_to_summarize).unwrap_or_default();
+    let turn_prefix = serde_json::to_value(&p.turn_prefix_messages).unwrap_or_default();
+    let branch = serde_json::to_value(&prepared.path).unwrap_or_default();
+    let event = ExtensionEvent::SessionBeforeCompact {
+        preparation: CompactPreparation {
+            first_kept_entry_id: &p.first_kept_entry_id,
+            messages_to_summarize: &to_summarize,
+            turn_prefix_messages: &turn_prefix,
+            is_split_turn: p.is_split_turn,
+            tokens_before: p.tokens_before,
+            previous_summary: p.previous_summary.as_deref(),
+            file_ops: FileOps {
+                read: &p.file_ops.read_files,
+                written: &p.file_ops.modified_files,
+                edited: [],
+            },
         },
-        "branchEntries": prepared.path,
-        "reason": reason,
-        "willRetry": will_retry,
-    });
-    if let Some(instructions) = custom_instructions {
-        event["customInstructions"] = serde_json::json!(instructions);
+        branch_entries: &branch,
+        reason,
+        will_retry,
+        custom_instructions,
     }
+    .to_value();
     let mut decision = HookDecision::Proceed;
     extensions
         .emit(event, cancel, |_, result| {
-            if result.get("cancel").and_then(serde_json::Value::as_bool) == Some(true) {
+            let result: SessionBeforeCompactResult = take_result(result);
+            if result.cancel == Some(true) {
                 decision = HookDecision::Cancel;
                 return std::ops::ControlFlow::Break(());
             }
-            if let Some(supplied) = result
-                .get("compaction")
-                .and_then(|c| serde_json::from_value::<SuppliedCompaction>(c.clone()).ok())
-            {
+            if let Some(supplied) = result.compaction {
                 decision = HookDecision::Supplied(supplied);
             }
             std::ops::ControlFlow::Continue(())
@@ -410,16 +421,6 @@ enum HookDecision {
     Proceed,
     Cancel,
     Supplied(SuppliedCompaction),
-}
-
-/// A compaction an extension wrote itself (ext §3.2).
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SuppliedCompaction {
-    summary: String,
-    first_kept_entry_id: Option<String>,
-    tokens_before: Option<u64>,
-    details: Option<serde_json::Value>,
 }
 
 /// Writes an extension's compaction (`fromHook: true`) and rebuilds the context from it.

@@ -389,8 +389,11 @@ impl RunHost for Host {
                 Some(extensions) if extensions.subscribed("message_end") => {
                     if self.cancel.is_cancelled() {
                         // After an abort: told, not waited for (T64).
-                        let event = serde_json::json!({"type": "message_end", "message": message});
-                        extensions.emit_detached("message_end", &event.to_string());
+                        let value = serde_json::to_value(&message).unwrap_or_default();
+                        let event = tau_protocol::extension_event::ExtensionEvent::MessageEnd {
+                            message: &value,
+                        };
+                        extensions.emit_detached("message_end", &event.to_value().to_string());
                         return message;
                     }
                     crate::extension_hooks::message_end(extensions, message, &self.cancel).await

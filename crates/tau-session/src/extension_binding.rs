@@ -5,6 +5,7 @@
 //! session hands it the values only it can compute (tools, system prompt, model).
 
 use std::sync::Arc;
+use tau_protocol::extension_event::ExtensionEvent;
 
 use serde_json::{Map, Value, json};
 use tau_extensions::Extensions;
@@ -211,16 +212,19 @@ impl ExtensionBinding {
         let (previous_model, previous_level) = before;
         let (model, level) = now;
         if level != previous_level && extensions.subscribed("thinking_level_select") {
-            let event = json!({"type": "thinking_level_select", "level": level,
-                "previousLevel": previous_level});
-            extensions.emit_detached("thinking_level_select", &event.to_string());
+            let event = ExtensionEvent::ThinkingLevelSelect {
+                level,
+                previous_level,
+            };
+            extensions.emit_detached("thinking_level_select", &event.to_value().to_string());
         }
         if model_changed(model, previous_model.as_ref()) && extensions.subscribed("model_select") {
-            let mut event = json!({"type": "model_select", "model": model, "source": source});
-            if let Some(previous) = previous_model {
-                event["previousModel"] = json!(previous);
-            }
-            crate::extension_hooks::notify(extensions, event).await;
+            let event = ExtensionEvent::ModelSelect {
+                model,
+                previous_model: previous_model.as_ref(),
+                source,
+            };
+            crate::extension_hooks::notify(extensions, event.to_value()).await;
         }
     }
 }

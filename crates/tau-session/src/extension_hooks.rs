@@ -6,6 +6,11 @@ use std::ops::ControlFlow;
 
 use serde_json::{Map, Value, json};
 use tau_extensions::{CallError, Extensions};
+use tau_protocol::extension_event::{
+    BeforeAgentStartResult, BeforeProviderRequestResult, ContextResult, ExtensionEvent,
+    InputAction, InputResult, MessageEndResult, ResourcesDiscoverResult, ToolCallResult,
+    ToolResultPatch, take_result,
+};
 
 /// pi's text for a block without a reason.
 const BLOCKED: &str = "Tool execution was blocked";
@@ -21,12 +26,12 @@ pub(crate) async fn tool_call(
 ) -> Result<Map<String, Value>, String> {
     let mut input = arguments;
     for extension in extensions.subscribers("tool_call") {
-        let event = json!({
-            "type": "tool_call",
-            "toolCallId": call.id,
-            "toolName": call.name,
-            "input": input,
-        });
+        let event = ExtensionEvent::ToolCall {
+            tool_call_id: &call.id,
+            tool_name: &call.name,
+            input: &input,
+        }
+        .to_value();
         let result = match extensions.call_event(&extension, event, Some(cancel)).await {
             Ok(result) => result,
             Err(CallError::TimedOut(ms)) => {
@@ -38,15 +43,12 @@ pub(crate) async fn tool_call(
             }
             Err(err) => return Err(err.to_string()),
         };
-        if let Some(Value::Object(edited)) = result.get("input") {
-            input = edited.clone();
+        let result: ToolCallResult = take_result(result);
+        if let Some(edited) = result.input {
+            input = edited;
         }
-        if result.get("block").and_then(Value::as_bool) == Some(true) {
-            let reason = result
-                .get("reason")
-                .and_then(Value::as_str)
-                .unwrap_or(BLOCKED);
-            return Err(reason.to_string());
+        if result.block == Some(true) {
+            return Err(result.reason.unwrap_or_else(|| BLOCKED.to_string()));
         }
     }
     Ok(input)
@@ -94,30 +96,31 @@ pub async fn input(
     streaming_behavior: Option<&str>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> InputOutcome {
-    let mut event = json!({"type": "input", "text": text, "source": source});
-    if !images.is_empty() {
-        event["images"] = json!(images);
+    let event = ExtensionEvent::Input {
+        text: &text,
+        images: &images,
+        source,
+        streaming_behavior,
     }
-    if let Some(behavior) = streaming_behavior {
-        event["streamingBehavior"] = json!(behavior);
-    }
+    .to_value();
     let mut handled = false;
     let event = extensions
         .emit(event, Some(cancel), |event, result| {
-            match result.get("action").and_then(Value::as_str) {
-                Some("handled") => {
+            let result: InputResult = take_result(result);
+            match result.action {
+                Some(InputAction::Handled) => {
                     handled = true;
                     return ControlFlow::Break(());
                 }
-                Some("transform") => {
-                    if let Some(text) = result.get("text") {
-                        event["text"] = text.clone();
+                Some(InputAction::Transform) => {
+                    if let Some(text) = result.text {
+                        event["text"] = Value::String(text);
                     }
-                    if let Some(images) = result.get("images") {
-                        event["images"] = images.clone();
+                    if let Some(images) = result.images {
+                        event["images"] = json!(images);
                     }
                 }
-                _ => {}
+                Some(InputAction::Continue) | None => {}
             }
             ControlFlow::Continue(())
         })
@@ -151,23 +154,24 @@ pub async fn before_agent_start(
     system_prompt: String,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> AgentStartChanges {
-    let mut event = json!({"type": "before_agent_start", "prompt": prompt,
-        "systemPrompt": system_prompt});
-    if !images.is_empty() {
-        event["images"] = json!(images);
+    let event = ExtensionEvent::BeforeAgentStart {
+        prompt,
+        images,
+        system_prompt: &system_prompt,
     }
+    .to_value();
     let mut messages = Vec::new();
     let mut changed = false;
     let event = extensions
         .emit(event, Some(cancel), |event, result| {
+            let result: BeforeAgentStartResult = take_result(result);
             // `messages` holds every message when one extension's handlers returned several
             // (`message` is then the first of them).
-            let returned: Vec<Value> = match result.get("messages").and_then(Value::as_array) {
-                Some(all) => all.clone(),
+            let returned: Vec<Value> = match result.messages {
+                Some(all) => all,
                 None => result
-                    .get("message")
-                    .filter(|m| m.is_object())
-                    .cloned()
+                    .message
+                    .filter(Value::is_object)
                     .into_iter()
                     .collect(),
             };
@@ -177,8 +181,8 @@ pub async fn before_agent_start(
                     .filter_map(|m| custom_message(m).ok())
                     .map(tau_protocol::AgentMessage::Custom),
             );
-            if let Some(prompt) = result.get("systemPrompt").filter(|p| p.is_string()) {
-                event["systemPrompt"] = prompt.clone();
+            if let Some(prompt) = result.system_prompt {
+                event["systemPrompt"] = Value::String(prompt);
                 changed = true;
             }
             ControlFlow::Continue(())
@@ -203,11 +207,11 @@ pub(crate) async fn context(
     let mut changed = false;
     let event = extensions
         .emit(
-            json!({"type": "context", "messages": messages}),
+            ExtensionEvent::Context { messages }.to_value(),
             Some(cancel),
             |event, result| {
-                if let Some(replaced) = result.get("messages").filter(|m| m.is_array()) {
-                    event["messages"] = replaced.clone();
+                if let Some(replaced) = take_result::<ContextResult>(result).messages {
+                    event["messages"] = Value::Array(replaced);
                     changed = true;
                 }
                 ControlFlow::Continue(())
@@ -230,15 +234,26 @@ pub(crate) async fn tool_result(
     is_error: bool,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> (tau_protocol::AgentToolResult, bool) {
-    let event = json!({"type": "tool_result", "toolCallId": call.id, "toolName": call.name,
-        "input": input, "content": result.content, "details": result.details,
-        "isError": is_error});
+    let event = ExtensionEvent::ToolResult {
+        tool_call_id: &call.id,
+        tool_name: &call.name,
+        input,
+        content: &result.content,
+        details: result.details.as_ref(),
+        is_error,
+    }
+    .to_value();
     let event = extensions
         .emit(event, Some(cancel), |event, patch| {
-            for key in ["content", "details", "isError"] {
-                if let Some(value) = patch.get(key) {
-                    event[key] = value.clone();
-                }
+            let patch: ToolResultPatch = take_result(patch);
+            if let Some(content) = patch.content {
+                event["content"] = content;
+            }
+            if let Some(details) = patch.details {
+                event["details"] = details;
+            }
+            if let Some(is_error) = patch.is_error {
+                event["isError"] = Value::Bool(is_error);
             }
             ControlFlow::Continue(())
         })
@@ -273,7 +288,7 @@ pub(crate) async fn message_end(
     let role = current.get("role").cloned();
     let mut replaced = false;
     for extension in extensions.subscribers("message_end") {
-        let event = json!({"type": "message_end", "message": current});
+        let event = ExtensionEvent::MessageEnd { message: &current }.to_value();
         let result = match extensions.call_event(&extension, event, Some(cancel)).await {
             Ok(result) => result,
             Err(CallError::Cancelled) => break,
@@ -284,7 +299,10 @@ pub(crate) async fn message_end(
                 continue;
             }
         };
-        let Some(candidate) = result.get("message").filter(|m| m.is_object()) else {
+        let Some(candidate) = take_result::<MessageEndResult>(result)
+            .message
+            .filter(Value::is_object)
+        else {
             continue;
         };
         if candidate.get("role") != role.as_ref() {
@@ -297,7 +315,7 @@ pub(crate) async fn message_end(
                 .await;
             continue;
         }
-        current = candidate.clone();
+        current = candidate;
         replaced = true;
     }
     if !replaced {
@@ -321,11 +339,12 @@ impl tau_ai::provider::RequestHooks for ProviderHooks {
             let event = self
                 .extensions
                 .emit(
-                    json!({"type": "before_provider_request", "payload": payload}),
+                    ExtensionEvent::BeforeProviderRequest { payload }.to_value(),
                     None,
                     |event, result| {
-                        if let Some(replaced) = result.get("payload").filter(|p| !p.is_null()) {
-                            event["payload"] = replaced.clone();
+                        let result: BeforeProviderRequestResult = take_result(result);
+                        if let Some(replaced) = result.payload {
+                            event["payload"] = replaced;
                         }
                         ControlFlow::Continue(())
                     },
@@ -350,7 +369,7 @@ impl tau_ai::provider::RequestHooks for ProviderHooks {
                 .collect();
             notify(
                 &self.extensions,
-                json!({"type": "after_provider_response", "status": status, "headers": headers}),
+                ExtensionEvent::AfterProviderResponse { status, headers }.to_value(),
             )
             .await;
         })
@@ -369,22 +388,13 @@ pub async fn resources_discover(
     if !extensions.subscribed("resources_discover") {
         return (skills, prompts);
     }
-    let event = json!({"type": "resources_discover", "cwd": cwd, "reason": reason});
+    let cwd = cwd.display().to_string();
+    let event = ExtensionEvent::ResourcesDiscover { cwd: &cwd, reason }.to_value();
     extensions
         .emit(event, None, |_, result| {
-            let paths = |key: &str| -> Vec<String> {
-                result
-                    .get(key)
-                    .and_then(Value::as_array)
-                    .map(|list| {
-                        list.iter()
-                            .filter_map(|p| p.as_str().map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            skills.extend(paths("skillPaths"));
-            prompts.extend(paths("promptPaths"));
+            let result: ResourcesDiscoverResult = take_result(result);
+            skills.extend(result.skill_paths);
+            prompts.extend(result.prompt_paths);
             ControlFlow::Continue(())
         })
         .await;

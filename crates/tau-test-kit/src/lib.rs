@@ -54,6 +54,43 @@ pub fn check_stdout_record(record: &Value) -> Result<(), String> {
     }
 }
 
+/// Checks a value against `#/$defs/<definition>` of the protocol's schema (the frames of the
+/// extension protocol, which are not stdout records); the error lists what does not match.
+pub fn check_definition(definition: &str, value: &Value) -> Result<(), String> {
+    type Validators = std::collections::HashMap<String, Result<jsonschema::Validator, String>>;
+    static VALIDATORS: std::sync::Mutex<Option<Validators>> = std::sync::Mutex::new(None);
+    let mut validators = VALIDATORS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let validator = validators
+        .get_or_insert_with(Default::default)
+        .entry(definition.to_string())
+        .or_insert_with(|| {
+            let mut schema: Value =
+                serde_json::from_str(PROTOCOL_SCHEMA).map_err(|e| e.to_string())?;
+            if schema["$defs"].get(definition).is_none() {
+                return Err(format!("the schema has no definition {definition}"));
+            }
+            schema["$ref"] = Value::String(format!("#/$defs/{definition}"));
+            if let Some(object) = schema.as_object_mut() {
+                object.remove("anyOf");
+            }
+            jsonschema::validator_for(&schema).map_err(|e| e.to_string())
+        });
+    let validator = validator
+        .as_ref()
+        .map_err(|e| format!("the schema does not compile: {e}"))?;
+    let problems: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("  at {}: {e}", e.instance_path()))
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
 /// One stdout record.
 #[derive(Debug, Clone)]
 pub struct Record {

@@ -9,6 +9,7 @@ mod oneshot;
 use std::fs::File;
 use std::io::{self, Write};
 use std::process::ExitCode;
+use tau_protocol::extension_event::{ExtensionEvent, ProjectTrustResult, take_result};
 
 use tau_ai::registry::Registry;
 use tau_rpc::ExitReason;
@@ -488,13 +489,15 @@ async fn ask_project_trust(
         return None;
     }
     let mut decision = None;
-    let event = serde_json::json!({"type": "project_trust", "cwd": cwd.display().to_string()});
+    let cwd = cwd.display().to_string();
+    let event = ExtensionEvent::ProjectTrust { cwd: &cwd }.to_value();
     extensions
         .emit(event, None, |_, result| {
-            let remember = result.get("remember").and_then(serde_json::Value::as_bool);
-            match result.get("trusted").and_then(serde_json::Value::as_str) {
-                Some("yes") => decision = Some((true, remember == Some(true))),
-                Some("no") => decision = Some((false, remember == Some(true))),
+            let result: ProjectTrustResult = take_result(result);
+            let remember = result.remember == Some(true);
+            match result.trusted.as_deref() {
+                Some("yes") => decision = Some((true, remember)),
+                Some("no") => decision = Some((false, remember)),
                 _ => return std::ops::ControlFlow::Continue(()),
             }
             std::ops::ControlFlow::Break(())

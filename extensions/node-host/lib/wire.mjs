@@ -2,7 +2,15 @@
 // saved stdout, and matching tau's `response` frames to the requests the host itself sent
 // (actions that expect a reply).
 
+import { appendFileSync } from "node:fs";
 import { writeLine } from "./stdout-guard.mjs";
+
+// `TAU_HOST_FRAME_LOG=<file>`: every frame read and written, one JSON line each
+// (`{"dir":"in"|"out","line":…}`), so tests can check tau's frames against its schema.
+const frameLog = process.env.TAU_HOST_FRAME_LOG;
+function logFrame(dir, line) {
+	if (frameLog) appendFileSync(frameLog, `${JSON.stringify({ dir, line })}\n`);
+}
 
 let nextRequestId = 1;
 const pending = new Map();
@@ -10,7 +18,9 @@ const pending = new Map();
 /** Sends one frame. A value that JSON cannot represent (a cycle, a BigInt) fails here, in the
  * caller, rather than corrupting the stream. */
 export function send(frame) {
-	writeLine(JSON.stringify(frame));
+	const line = JSON.stringify(frame);
+	logFrame("out", line);
+	writeLine(line);
 }
 
 /** Sends `frame` with a fresh id and resolves with tau's `result`, or rejects with its `error`. */
@@ -89,6 +99,7 @@ export function readFrames(onFrame, onEnd) {
 }
 
 function parseAndDeliver(line, onFrame) {
+	logFrame("in", line);
 	let frame;
 	try {
 		frame = JSON.parse(line);

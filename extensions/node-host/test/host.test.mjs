@@ -721,4 +721,13 @@ describe("the frames the host writes", () => {
 			assert.ok(check.Check(action), `${JSON.stringify(action)} does not match ExtensionAction`);
 		}
 	});
+	test("every ui_request frame matches tau's schema", async () => {
+		const schema = JSON.parse(readFileSync(join(here, "..", "..", "..", "docs", "protocol.schema.json"), "utf8"));
+		const check = Compile({ $defs: schema.$defs, $ref: "#/$defs/ExtensionUiRequestFrame" });
+		const requests = hosts.flatMap((host) => host.framesOf("ui_request"));
+		assert.ok(requests.length >= 3, `the tests asked for dialogs (${requests.length})`);
+		for (const { type, ...request } of requests) {
+			assert.ok(check.Check(request), `${JSON.stringify(request)} does not match ExtensionUiRequestFrame`);
+		}
+	});
 });

@@ -4,6 +4,9 @@
 //! command for this; extensions' commands reach it.
 
 use std::sync::Arc;
+use tau_protocol::extension_event::{
+    ExtensionEvent, SessionBeforeTreeResult, TreePreparation, take_result,
+};
 
 use serde_json::{Value, json};
 use tau_ai::provider::CancellationToken;
@@ -102,39 +105,41 @@ impl AgentSession {
             .cloned()
             .filter(|e| e.subscribed("session_before_tree"))
         {
-            let event = json!({
-                "type": "session_before_tree",
-                "preparation": {
-                    "targetId": target_id,
-                    "oldLeafId": old_leaf,
-                    "commonAncestorId": common_ancestor,
-                    "entriesToSummarize": entries,
-                    "userWantsSummary": options.summarize,
-                    "customInstructions": options.custom_instructions,
-                    "replaceInstructions": options.replace_instructions,
-                    "label": options.label,
+            let entries_value = serde_json::to_value(&entries).unwrap_or_default();
+            let event = ExtensionEvent::SessionBeforeTree {
+                preparation: TreePreparation {
+                    target_id,
+                    old_leaf_id: old_leaf.as_deref(),
+                    common_ancestor_id: common_ancestor.as_deref(),
+                    entries_to_summarize: &entries_value,
+                    user_wants_summary: options.summarize,
+                    custom_instructions: options.custom_instructions.as_deref(),
+                    replace_instructions: options.replace_instructions,
+                    label: options.label.as_deref(),
                 },
-            });
+            }
+            .to_value();
             let mut cancelled = false;
             extensions
                 .emit(event, None, |_, result| {
-                    if result.get("cancel").and_then(Value::as_bool) == Some(true) {
+                    let result: SessionBeforeTreeResult = take_result(result);
+                    if result.cancel == Some(true) {
                         cancelled = true;
                         return std::ops::ControlFlow::Break(());
                     }
                     if let Some(summary) = result
-                        .get("summary")
-                        .and_then(|s| serde_json::from_value::<SuppliedSummary>(s.clone()).ok())
+                        .summary
+                        .and_then(|s| serde_json::from_value::<SuppliedSummary>(s).ok())
                     {
                         supplied = Some(summary);
                     }
-                    if let Some(text) = result.get("customInstructions") {
+                    if let Some(text) = result.custom_instructions {
                         custom_instructions = text.as_str().map(str::to_owned);
                     }
-                    if let Some(replace) = result.get("replaceInstructions") {
-                        replace_instructions = replace.as_bool() == Some(true);
+                    if let Some(replace) = result.replace_instructions {
+                        replace_instructions = replace;
                     }
-                    if let Some(text) = result.get("label") {
+                    if let Some(text) = result.label {
                         label = text.as_str().map(str::to_owned);
                     }
                     std::ops::ControlFlow::Continue(())
@@ -221,16 +226,14 @@ impl AgentSession {
         super::files::sync_todos(&self.conversation, &self.todos);
         self.refresh_extension_state();
         if let Some(extensions) = self.extensions.extensions().cloned() {
-            let mut event = json!({
-                "type": "session_tree",
-                "newLeafId": self.conversation.leaf_id(),
-                "oldLeafId": old_leaf,
-            });
-            if let Some(entry) = &summary_entry {
-                event["summaryEntry"] = entry.clone();
-                event["fromExtension"] = json!(from_extension);
-            }
-            crate::extension_hooks::notify(&extensions, event).await;
+            let new_leaf = self.conversation.leaf_id();
+            let event = ExtensionEvent::SessionTree {
+                new_leaf_id: new_leaf.as_deref(),
+                old_leaf_id: old_leaf.as_deref(),
+                summary_entry: summary_entry.as_ref(),
+                from_extension: summary_entry.is_some().then_some(from_extension),
+            };
+            crate::extension_hooks::notify(&extensions, event.to_value()).await;
         }
         Ok(NavigateOutcome {
             cancelled: false,

@@ -13,6 +13,7 @@ mod cli;
 mod commands;
 mod compaction;
 mod ext_session;
+mod extension_frames;
 mod extensions;
 mod flags;
 mod framing;
