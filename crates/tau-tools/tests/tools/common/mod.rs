@@ -1,7 +1,5 @@
 //! What the tests of the search tools (`grep`, `find`, `ls`) share: the tool in a working
 //! directory, calls with JSON arguments, and files written into a tree.
-// Each test binary compiles this module and uses only part of it.
-#![allow(dead_code)]
 
 use std::fs;
 use std::path::Path;

@@ -1,7 +1,5 @@
 //! The `edit` tool against real files: both call shapes, several edits, CRLF, BOM and
 //! undecodable bytes kept outside the edited spans, fuzzy location, pi's diff and every error.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::sync::Arc;
 

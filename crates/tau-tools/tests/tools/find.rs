@@ -1,19 +1,15 @@
 //! The `find` tool against real directory trees: fd's glob rules as pi runs fd, pi's output
 //! and notices, and tau's sorted, `.gitignore`-honouring, `.git`-free walk (decision 17).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::path::Path;
 
-use common::{assert_aborts, tool, write};
+use crate::common::{assert_aborts, tool, write};
 use serde_json::{Value, json};
 use tau_agent::AgentTool;
 use tau_tools::find::FindTool;
 use tempfile::TempDir;
 
 async fn find(cwd: &Path, arguments: Value) -> (String, Option<Value>) {
-    common::success::<FindTool>(cwd, arguments).await
+    crate::common::success::<FindTool>(cwd, arguments).await
 }
 
 async fn find_text(cwd: &Path, arguments: Value) -> String {
@@ -21,7 +17,7 @@ async fn find_text(cwd: &Path, arguments: Value) -> String {
 }
 
 async fn find_error(cwd: &Path, arguments: Value) -> String {
-    common::failure::<FindTool>(cwd, arguments).await
+    crate::common::failure::<FindTool>(cwd, arguments).await
 }
 
 fn project() -> TempDir {

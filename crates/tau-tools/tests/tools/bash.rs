@@ -1,7 +1,5 @@
 //! The `bash` tool and the shell runner against real processes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

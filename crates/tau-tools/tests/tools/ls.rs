@@ -1,24 +1,20 @@
 //! The `ls` tool against real directories: pi's listing (case-insensitive locale order,
 //! dotfiles, `/` on directories, no ignore rules), notices and errors.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::tool;
+use crate::common::tool;
 use serde_json::{Map, Value, json};
 use tau_agent::AgentTool;
 use tau_tools::ls::LsTool;
 use tokio_util::sync::CancellationToken;
 
 async fn ls(cwd: &Path, arguments: Value) -> (String, Option<Value>) {
-    common::success::<LsTool>(cwd, arguments).await
+    crate::common::success::<LsTool>(cwd, arguments).await
 }
 
 async fn ls_error(cwd: &Path, arguments: Value) -> String {
-    common::failure::<LsTool>(cwd, arguments).await
+    crate::common::failure::<LsTool>(cwd, arguments).await
 }
 
 fn touch(dir: &Path, names: &[&str]) {

@@ -1,7 +1,5 @@
 //! The `read` tool against real files: paging and every notice, the too-long first line,
 //! errors, images (pass-through, resized, omitted notes) and content sniffing.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::io::Cursor;
 use std::path::Path;
 use std::sync::Arc;

@@ -1,7 +1,5 @@
 //! The `write` tool against real directories: parents created, overwrites that keep the
 //! file's mode and links, no temporary files left behind, errors and abort.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::sync::Arc;
 

@@ -1,13 +1,9 @@
 //! The `grep` tool against real directory trees: pi's output lines, notices and errors, and
 //! tau's deterministic, `.gitignore`-honouring, `.git`-free search (decision 17).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::{assert_aborts, tool, write};
+use crate::common::{assert_aborts, tool, write};
 use serde_json::{Value, json};
 use tau_agent::AgentTool;
 use tau_tools::grep::GrepTool;
@@ -15,7 +11,7 @@ use tempfile::TempDir;
 
 /// The text and details of a successful call.
 async fn grep(cwd: &Path, arguments: Value) -> (String, Option<Value>) {
-    common::success::<GrepTool>(cwd, arguments).await
+    crate::common::success::<GrepTool>(cwd, arguments).await
 }
 
 async fn grep_text(cwd: &Path, arguments: Value) -> String {
@@ -23,7 +19,7 @@ async fn grep_text(cwd: &Path, arguments: Value) -> String {
 }
 
 async fn grep_error(cwd: &Path, arguments: Value) -> String {
-    common::failure::<GrepTool>(cwd, arguments).await
+    crate::common::failure::<GrepTool>(cwd, arguments).await
 }
 
 /// A small project: nested directories, a file that sorts between them, and a dotfile.
