@@ -83,6 +83,16 @@ pub trait RunHost: Send + Sync {
     fn tools_now(&self) -> Option<(Vec<Arc<dyn AgentTool>>, String)> {
         None
     }
+    /// The tools for the next model call when tools come and go on their own (MCP servers
+    /// that finish starting or change their lists), given those the run would use now (after
+    /// [`RunHost::tools_now`]); `None` keeps them. Called before every model call; the
+    /// first call may wait (bounded) for tools still on their way.
+    fn refresh_tools<'a>(
+        &'a self,
+        _current: &'a [Arc<dyn AgentTool>],
+    ) -> BoxFuture<'a, Option<Vec<Arc<dyn AgentTool>>>> {
+        Box::pin(async { None })
+    }
     /// A message is complete (pi's `message_end` extension event, whose handlers may replace
     /// it, keeping its role): the message to report and keep.
     fn finish_message(&self, message: AgentMessage) -> BoxFuture<'_, AgentMessage> {
@@ -146,6 +156,17 @@ pub async fn run(
                         ..spec.clone()
                     };
                     &changed
+                }
+                None => spec,
+            };
+            let refreshed;
+            let spec = match host.refresh_tools(&spec.tools).await {
+                Some(tools) => {
+                    refreshed = RunSpec {
+                        tools,
+                        ..spec.clone()
+                    };
+                    &refreshed
                 }
                 None => spec,
             };

@@ -24,6 +24,7 @@ use rmcp::{ClientHandler, Peer, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -40,6 +41,8 @@ const CLOSE_WAIT: Duration = Duration::from_secs(8);
 struct Handler {
     progress: ProgressDispatcher,
     tools_stale: Arc<AtomicBool>,
+    /// Wakes the manager's relisting task; a permit is kept when nobody waits yet.
+    tools_changed: Arc<Notify>,
     info: ClientConfig,
 }
 
@@ -54,6 +57,7 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_stale.store(true, Ordering::SeqCst);
+        self.tools_changed.notify_one();
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -86,6 +90,7 @@ pub(crate) struct Connection {
     peer: Peer<RoleClient>,
     progress: ProgressDispatcher,
     tools_stale: Arc<AtomicBool>,
+    tools_changed: Arc<Notify>,
     /// Cancels rmcp's service loop, which then closes the transport.
     service_cancel: CancellationToken,
     monitor: Mutex<Option<JoinHandle<()>>>,
@@ -111,9 +116,11 @@ impl Connection {
         F: FnOnce(String) + Send + 'static,
     {
         let tools_stale = Arc::new(AtomicBool::new(false));
+        let tools_changed = Arc::new(Notify::new());
         let handler = Handler {
             progress: ProgressDispatcher::new(),
             tools_stale: tools_stale.clone(),
+            tools_changed: tools_changed.clone(),
             // Pinned to the newest version that still has the `initialize` handshake: the
             // servers people run speak it, and with it a server may send progress and
             // list-changed notifications without a `subscriptions/listen` stream.
@@ -201,6 +208,7 @@ impl Connection {
             peer,
             progress: handler.progress,
             tools_stale,
+            tools_changed,
             service_cancel,
             monitor: Mutex::new(Some(monitor)),
             guard,
@@ -221,6 +229,12 @@ impl Connection {
     /// Whether a `tools/list_changed` arrived since the last [`Connection::list_tools`].
     pub(crate) fn tools_stale(&self) -> bool {
         self.tools_stale.load(Ordering::SeqCst)
+    }
+
+    /// Signalled on each `tools/list_changed`, and the token cancelled when the connection
+    /// ends: what a task that relists the tools waits on.
+    pub(crate) fn tool_changes(&self) -> (Arc<Notify>, CancellationToken) {
+        (self.tools_changed.clone(), self.service_cancel.clone())
     }
 
     /// Every tool, following `nextCursor` to the last page.
@@ -432,14 +446,17 @@ fn with_stderr(message: String, tail: &Mutex<VecDeque<String>>) -> String {
     }
 }
 
-/// Kills the server's process group when the connection goes away without having seen the
-/// process end: the last line of defence against leftover processes, whatever rmcp's
-/// asynchronous clean-up managed.
+/// Kills the server's process group when the connection goes away: the last line of
+/// defence against leftover processes, whatever rmcp's asynchronous clean-up managed. The
+/// group is killed even when the server itself has exited, because what it started (the
+/// real server under `npx`/`uvx`, a helper it left in the background) lives on in the group.
 struct ProcessGuard {
     pid: Option<u32>,
     exited: Arc<AtomicBool>,
     /// Set when tau closes the connection (as opposed to the server going away).
     closing: Arc<AtomicBool>,
+    /// The group was killed already.
+    killed: AtomicBool,
     service_cancel: CancellationToken,
 }
 
@@ -449,12 +466,14 @@ impl ProcessGuard {
             pid,
             exited: Arc::new(AtomicBool::new(false)),
             closing: Arc::new(AtomicBool::new(false)),
+            killed: AtomicBool::new(false),
             service_cancel,
         }
     }
 
     fn kill_if_alive(&self) {
-        if self.exited.swap(true, Ordering::SeqCst) {
+        self.exited.store(true, Ordering::SeqCst);
+        if self.killed.swap(true, Ordering::SeqCst) {
             return;
         }
         #[cfg(unix)]

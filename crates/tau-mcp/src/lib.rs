@@ -3,8 +3,10 @@
 //! each server tool as a `tau_agent::AgentTool` ([`McpTool`]) named by [`names`].
 //!
 //! The session builds the server list (choosing which configuration layers are trusted),
-//! starts an [`McpManager`], asks it for [`McpManager::tools`] before each model call, and
-//! calls [`McpManager::shutdown`] when it ends. Decision T86 in `docs/decisions.md`.
+//! starts an [`McpManager`], reads [`McpManager::current_tools`] (kept fresh: a server that
+//! announces `tools/list_changed` is listed again at once) whenever it lists its tools and
+//! before each model call, and calls [`McpManager::shutdown`] when it ends. Decisions T86
+//! and T90 in `docs/decisions.md`.
 
 pub mod config;
 mod connection;

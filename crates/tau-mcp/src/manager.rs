@@ -209,6 +209,17 @@ impl McpManager {
     {
         let relists = self.servers.iter().map(|server| server.refresh_tools());
         futures_util::future::join_all(relists).await;
+        self.current_tools(reserved)
+    }
+
+    /// The tools as last listed, named as [`McpManager::tools`] names them, without listing
+    /// anything again: for callers that cannot wait (a server relists on its own when it
+    /// announces `tools/list_changed`).
+    pub fn current_tools<I, S>(&self, reserved: I) -> Vec<Arc<McpTool>>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
         let mut names = NameAllocator::new(reserved);
         let mut tools = Vec::new();
         for server in self.servers.iter() {
@@ -223,6 +234,13 @@ impl McpManager {
             }
         }
         tools
+    }
+
+    /// Whether any server is still starting.
+    pub fn any_starting(&self) -> bool {
+        self.servers
+            .iter()
+            .any(|server| matches!(server.slot.borrow().phase, Phase::Starting))
     }
 
     /// Starts a server again (the RPC command): closes its connection if it has one and
@@ -388,11 +406,38 @@ impl Server {
             connection.close().await;
         }
         if changed {
-            if let Err(message) = &outcome {
-                tracing::warn!(server = %self.name, "MCP server failed: {message}");
+            match &outcome {
+                Ok(connection) => self.spawn_relister(connection),
+                Err(message) => tracing::warn!(server = %self.name, "MCP server failed: {message}"),
             }
             self.emit();
         }
+    }
+
+    /// Lists the tools again as soon as the server says they changed, so that the
+    /// synchronous [`McpManager::current_tools`] (and the status) follow without waiting for
+    /// the next [`McpManager::tools`]. Ends with the connection or the manager.
+    fn spawn_relister(self: &Arc<Self>, connection: &Connection) {
+        let (changed, closed) = connection.tool_changes();
+        let shutdown = self.shutdown.clone();
+        // Weak: the task must not keep a server alive that everyone else dropped.
+        let weak = Arc::downgrade(self);
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = closed.cancelled() => return,
+                    () = shutdown.cancelled() => return,
+                    () = changed.notified() => {}
+                }
+                let Some(server) = weak.upgrade() else {
+                    return;
+                };
+                server.refresh_tools().await;
+            }
+        });
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(task);
     }
 
     fn connection_lost(&self, generation: u64, message: String) {

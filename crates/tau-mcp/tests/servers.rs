@@ -348,6 +348,50 @@ async fn stdio_list_changed() {
     manager.shutdown().await;
 }
 
+/// The synchronous snapshot follows `tools/list_changed` by itself (nobody calls `tools()`),
+/// and the relisting is announced as a status change carrying the new tool.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_snapshot_follows_list_changes_on_its_own() {
+    let manager = started(vec![stdio("test")], options(Duration::from_secs(20))).await;
+    let names = |manager: &McpManager| -> Vec<String> {
+        manager
+            .current_tools(Vec::<String>::new())
+            .iter()
+            .map(|tool| tool.name().to_string())
+            .collect()
+    };
+    assert!(names(&manager).contains(&"test_echo".to_string()));
+    assert!(!names(&manager).contains(&"test_extra_1".to_string()));
+    let mut events = manager.subscribe();
+    let grow = match manager
+        .current_tools(Vec::<String>::new())
+        .into_iter()
+        .find(|tool| tool.name() == "test_grow")
+    {
+        Some(tool) => tool,
+        None => panic!("no test_grow"),
+    };
+    ok(call(&grow, json!({})).await);
+    let announced = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match events.recv().await {
+                Ok(status) if status.tools.iter().any(|tool| tool == "extra_1") => return status,
+                Ok(_) => {}
+                Err(error) => panic!("no status: {error}"),
+            }
+        }
+    })
+    .await;
+    let status = match announced {
+        Ok(status) => status,
+        Err(_) => panic!("no status change announced the new tool"),
+    };
+    assert_eq!(status.state, ServerState::Ready);
+    assert!(names(&manager).contains(&"test_extra_1".to_string()));
+    assert!(!manager.any_starting());
+    manager.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn http_list_changed() {
     let server = http_server().await;

@@ -42,7 +42,8 @@ pub use model::{
 };
 pub use modes::{InterruptMode, QueueMode};
 pub use session_event::{
-    CompactionDetails, CompactionReason, CompactionResult, SessionEvent, TodoReminderItem,
+    CompactionDetails, CompactionReason, CompactionResult, McpServerState, McpTransport,
+    SessionEvent, TodoReminderItem,
 };
 pub use todos::{TodoItem, TodoPhase, TodoStatus};
 pub use tool_details::{TruncatedBy, Truncation};

@@ -66,6 +66,28 @@ pub struct TodoReminderItem {
     pub status: TodoStatus,
 }
 
+/// How tau reaches an MCP server (`mcp_server_status.transport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum McpTransport {
+    Stdio,
+    Http,
+    /// Configured as `type: "sse"`; reached over Streamable HTTP (decision T86).
+    Sse,
+}
+
+/// Where an MCP server stands (`mcp_server_status.state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum McpServerState {
+    Starting,
+    Ready,
+    /// Failed to start or died; its tools fail until a call restarts it.
+    Failed,
+    /// Shut down with tau.
+    Stopped,
+}
+
 /// Everything a session emits, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
@@ -157,6 +179,21 @@ pub enum SessionEvent {
         model: String,
         role: String,
     },
+    /// tau's own (decision T90): an MCP server's state, written for every server after
+    /// `ready` and again on each change (a start, a failure, a restart, a new tool list).
+    McpServerStatus {
+        /// The server's name in the configuration (its tools are `<server>_<tool>`).
+        server: String,
+        transport: McpTransport,
+        state: McpServerState,
+        /// The server's own names of its tools, as last listed.
+        tools: Vec<String>,
+        /// Restarts made by tool calls after failures.
+        restarts: u32,
+        /// Why, when `failed`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// An agent-run event, forwarded as is.
     #[serde(untagged)]
     Agent(AgentEvent),
@@ -192,6 +229,22 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&ev).unwrap(),
             r#"{"type":"compaction_end","reason":"manual","result":null,"aborted":false,"willRetry":false,"errorMessage":"Compaction failed: x"}"#
+        );
+    }
+
+    #[test]
+    fn mcp_server_status_is_flat_and_omits_an_absent_message() {
+        let ev = SessionEvent::McpServerStatus {
+            server: "files".into(),
+            transport: McpTransport::Stdio,
+            state: McpServerState::Ready,
+            tools: vec!["read".into()],
+            restarts: 0,
+            message: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&ev).unwrap(),
+            r#"{"type":"mcp_server_status","server":"files","transport":"stdio","state":"ready","tools":["read"],"restarts":0}"#
         );
     }
 

@@ -42,6 +42,8 @@ pub struct Settings {
     /// layers once the project is trusted: `merged` is rebuilt from them after a change.
     global: Map<String, Value>,
     project: Vec<Map<String, Value>>,
+    /// The file of each of `project`'s layers.
+    project_files: Vec<PathBuf>,
     /// The project's files as read, applied by [`Self::trust_project`]: each layer, or the
     /// warning its file gave.
     held: Vec<(PathBuf, Layer)>,
@@ -79,6 +81,7 @@ impl Settings {
             merged: Map::new(),
             global,
             project: Vec::new(),
+            project_files: Vec::new(),
             held,
             global_file: Some(global_path),
             global_unreadable,
@@ -106,9 +109,12 @@ impl Settings {
             return;
         }
         let before = self.mistyped_values();
-        for (_, layer) in std::mem::take(&mut self.held) {
+        for (path, layer) in std::mem::take(&mut self.held) {
             match layer {
-                Ok(layer) => self.project.push(layer),
+                Ok(layer) => {
+                    self.project.push(layer);
+                    self.project_files.push(path);
+                }
                 Err(warning) => self.warnings.push(warning),
             }
         }
@@ -121,6 +127,26 @@ impl Settings {
     /// The project's settings files that exist but are held back until it is trusted.
     pub fn held_project_files(&self) -> Vec<&Path> {
         self.held.iter().map(|(path, _)| path.as_path()).collect()
+    }
+
+    /// A top-level key as each applied file sets it, lowest precedence first, with the file
+    /// (`None` for in-memory settings): the user's, then the trusted project's. For keys whose
+    /// layers the caller merges by rules of its own and reports per file (`mcpServers`).
+    pub fn layers_of(&self, key: &str) -> Vec<(Option<&Path>, &Value)> {
+        debug_assert!(
+            KEYS.iter().any(|k| k.name == key),
+            "settings key {key} is not in settings::KEYS"
+        );
+        let global = self
+            .global
+            .get(key)
+            .map(|value| (self.global_file.as_deref(), value));
+        let project = self
+            .project
+            .iter()
+            .zip(&self.project_files)
+            .filter_map(|(layer, path)| layer.get(key).map(|value| (Some(path.as_path()), value)));
+        global.into_iter().chain(project).collect()
     }
 
     /// `defaultProjectTrust` as the user set it: only the user's own file may say how far a
@@ -430,6 +456,10 @@ pub const KEYS: &[SettingKey] = &[
     key("extensionTimeouts.handlerMs", Reach::Behaviour),
     key("extensionTimeouts.commandMs", Reach::Behaviour),
     key("extensionTimeouts.toolMs", Reach::Behaviour),
+    key("mcpServers", Reach::RunsCode),
+    key("mcp.requestTimeoutMs", Reach::Behaviour),
+    key("mcp.startupTimeoutMs", Reach::Behaviour),
+    key("mcp.maxRestarts", Reach::Behaviour),
     key("theme", Reach::Behaviour),
 ];
 
@@ -693,6 +723,43 @@ mod tests {
         assert_eq!(s.follow_up_mode(), QueueMode::All);
         assert!(!s.compaction_enabled());
         assert_eq!(s.get::<u64>("compaction.reserveTokens"), Some(7));
+    }
+
+    #[test]
+    fn layers_of_a_key_name_their_files_and_wait_for_trust() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(
+            agent.path().join("settings.json"),
+            r#"{"mcpServers":{"a":{"command":"x"}}}"#,
+        )
+        .unwrap();
+        std::fs::create_dir(cwd.path().join(".tau")).unwrap();
+        std::fs::write(
+            cwd.path().join(".tau/settings.json"),
+            r#"{"mcpServers":{"b":{"command":"y"}}}"#,
+        )
+        .unwrap();
+        let mut s = Settings::load(agent.path(), cwd.path());
+        let files = |s: &Settings| -> Vec<PathBuf> {
+            s.layers_of("mcpServers")
+                .into_iter()
+                .filter_map(|(file, _)| file.map(Path::to_path_buf))
+                .collect()
+        };
+        assert_eq!(files(&s), [agent.path().join("settings.json")]);
+        s.trust_project();
+        assert_eq!(
+            files(&s),
+            [
+                agent.path().join("settings.json"),
+                cwd.path().join(".tau/settings.json")
+            ]
+        );
+        assert_eq!(
+            s.layers_of("mcpServers")[1].1,
+            &json!({"b": {"command": "y"}})
+        );
     }
 
     #[test]

@@ -1465,12 +1465,18 @@ where
         if reason != ExitReason::OutputFailed {
             tau_session::extension_hooks::notify(
                 &extensions,
-                json!({"type": "session_shutdown", "reason": "quit"}),
+                ExtensionEvent::SessionShutdown {
+                    reason: "quit",
+                    target_session_file: None,
+                }
+                .to_value(),
             )
             .await;
         }
         extensions.shutdown();
     }
+    // On every way out, the output failing included: no server process may outlive tau.
+    server.session().shutdown_mcp().await;
     if let Some(outlet) = outlet {
         outlet.detach().await;
     }

@@ -229,6 +229,8 @@ pub(crate) struct Host {
     pub turn_index: std::sync::atomic::AtomicU64,
     /// The run's abort token: extension calls under way when it fires are cut off.
     pub cancel: tokio_util::sync::CancellationToken,
+    /// The MCP servers' tools, whose lists change while the run goes on.
+    pub mcp: Option<crate::mcp::McpRunTools>,
 }
 
 fn take(queue: &mut VecDeque<Queued>, mode: QueueMode) -> Vec<Queued> {
@@ -381,6 +383,16 @@ impl RunHost for Host {
     fn tools_now(&self) -> Option<(Vec<Arc<dyn tau_agent::AgentTool>>, String)> {
         let now = self.conversation.lock().tools_now.clone()?;
         Some((now.tools, now.system_prompt))
+    }
+
+    fn refresh_tools<'a>(
+        &'a self,
+        current: &'a [Arc<dyn tau_agent::AgentTool>],
+    ) -> BoxFuture<'a, Option<Vec<Arc<dyn tau_agent::AgentTool>>>> {
+        Box::pin(async move {
+            let mcp = self.mcp.as_ref()?;
+            Some(mcp.refresh(current, &self.cancel).await)
+        })
     }
 
     fn finish_message(&self, message: AgentMessage) -> BoxFuture<'_, AgentMessage> {

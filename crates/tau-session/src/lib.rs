@@ -1,7 +1,7 @@
 //! One conversation and what it owns. [`AgentSession`] (`session`) coordinates pieces that
 //! each own one concern: the conversation and its record (`conversation`), where it works
 //! (`workspace`), the model (`model_choice`), the client's preferences (`preferences`), the
-//! tools (`tool_selection`, `host_tools`), the extensions (`extension_binding`), the run task
+//! tools (`tool_selection`, `host_tools`, `mcp`), the extensions (`extension_binding`), the run task
 //! (`runs`) and compaction (`compactor`, with the rules in `compaction`); besides automatic
 //! retry, todos, the RPC `bash` command, HTML export and the outbound event sink. The session
 //! store (`tau-store`) and the resources read from disk (`tau-resources`) are crates of their
@@ -16,6 +16,7 @@ pub mod extension_binding;
 pub mod extension_hooks;
 mod extension_state;
 mod host_tools;
+pub mod mcp;
 pub mod model_choice;
 pub mod models;
 mod outbound;

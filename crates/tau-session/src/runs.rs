@@ -43,6 +43,8 @@ pub(crate) struct RunServices {
     pub block_images: bool,
     /// The todo list whose open tasks a run that stops is reminded of.
     pub todos: Arc<crate::todos::Todos>,
+    /// The MCP servers' tools, followed from one model call to the next.
+    pub mcp: Option<crate::mcp::McpRunTools>,
 }
 
 /// The session's run task, if one is under way.
@@ -219,6 +221,7 @@ impl Runs {
             block_images: services.block_images,
             turn_index: std::sync::atomic::AtomicU64::new(0),
             cancel: cancel.clone(),
+            mcp: services.mcp,
         };
         host.conversation.lock().run_active = true;
         host.conversation.set_current_run(Arc::clone(&running));
@@ -515,6 +518,7 @@ mod tests {
             extensions: None,
             block_images: false,
             todos: crate::todos::Todos::new(events, false, None),
+            mcp: None,
         };
         (services, rx)
     }

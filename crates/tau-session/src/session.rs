@@ -564,6 +564,25 @@ impl AgentSession {
         }
     }
 
+    /// Starts the MCP servers (in parallel; this returns at once): their tools join the
+    /// session's as each server lists them, and their states go out as `mcp_server_status`
+    /// events. Call it inside the runtime, after `ready`, once per session.
+    pub fn start_mcp(
+        &mut self,
+        servers: Vec<crate::mcp::McpServer>,
+        options: crate::mcp::McpOptions,
+    ) {
+        self.tools.start_mcp(servers, options);
+    }
+
+    /// Shuts the MCP servers down and waits until their processes are gone: tau calls it on
+    /// every way out (end of input, signals, `ctx.shutdown()`, the end of a one-shot run).
+    pub async fn shutdown_mcp(&self) {
+        if let Some(mcp) = self.tools.mcp() {
+            mcp.shutdown().await;
+        }
+    }
+
     /// Starts an accepted prompt's run on its own task.
     pub fn launch(&mut self, launch: Launch) {
         self.todos.reset_reminders();
@@ -639,6 +658,7 @@ impl AgentSession {
             extensions: self.extensions.extensions().cloned(),
             block_images: self.preferences.settings().block_images(),
             todos: Arc::clone(&self.todos),
+            mcp: self.tools.mcp_run_tools(self.extensions.extensions()),
         };
         (spec, services)
     }

@@ -1,15 +1,17 @@
 //! Which tools a run offers (tools-resources §1): pi's default built-in set, or what
 //! `--tools`, `--exclude-tools`, `--no-tools` and `--no-builtin-tools` select, then the
-//! extensions' tools and the active host tools the same flags allow. [`ToolSet`] owns what
-//! decides that besides the flags (the active set `pi.setActiveTools` chose, the host tools
-//! and the bridge their calls go through); where tools run ([`tool_env`]) is computed from
-//! the session each time, as its directory, settings and model change.
+//! extensions' tools, the active host tools and the MCP servers' tools the same flags allow.
+//! [`ToolSet`] owns what decides that besides the flags (the active set `pi.setActiveTools`
+//! chose, the host tools and the bridge their calls go through, the MCP servers); where tools
+//! run ([`tool_env`]) is computed from the session each time, as its directory, settings and
+//! model change.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tau_agent::AgentTool;
 use tau_protocol::Model;
 
+use crate::mcp::{McpOptions, McpRunTools, McpServer, McpServers, ToolFilter};
 use crate::{
     BUILTIN_TOOL_NAMES, EventSink, HostToolBridge, HostToolDefinition, HostToolError,
     HostToolRegistry, SessionConfig, Settings,
@@ -81,12 +83,24 @@ struct Flags {
     no_builtin: bool,
 }
 
+impl Flags {
+    fn selection(&self) -> ToolSelection<'_> {
+        ToolSelection {
+            only: self.only.as_deref(),
+            exclude: &self.exclude,
+            none: self.none,
+            no_builtin: self.no_builtin,
+        }
+    }
+}
+
 /// The tools a session can offer and which of them it does.
 #[derive(Debug)]
 pub struct ToolSet {
     flags: Flags,
-    /// `pi.setActiveTools`: the tools runs offer, by name, instead of the default set.
-    active: Option<Vec<String>>,
+    /// `pi.setActiveTools`: the tools runs offer, by name, instead of the default set. Shared
+    /// with the runs, which place the MCP tools that appear meanwhile by it.
+    active: Arc<Mutex<Option<Vec<String>>>>,
     host_tools: HostToolRegistry,
     host_bridge: Arc<HostToolBridge>,
     /// The list `todo_write` writes (shared with the runs and the auto-clear timers).
@@ -96,6 +110,8 @@ pub struct ToolSet {
     /// RPC `bash` commands in flight (they run in the tools' environment), and their temp
     /// files.
     bash_commands: Arc<crate::session::bash::BashCommands>,
+    /// The MCP servers, once started.
+    mcp: Option<McpServers>,
 }
 
 impl ToolSet {
@@ -111,22 +127,63 @@ impl ToolSet {
                 none: config.no_tools,
                 no_builtin: config.no_builtin_tools,
             },
-            active: None,
+            active: Arc::default(),
             host_tools: HostToolRegistry::default(),
             host_bridge: Arc::default(),
             todos,
             events,
             bash_commands: Arc::default(),
+            mcp: None,
         }
     }
 
-    fn selection(&self) -> ToolSelection<'_> {
-        ToolSelection {
-            only: self.flags.only.as_deref(),
-            exclude: &self.flags.exclude,
-            none: self.flags.none,
-            no_builtin: self.flags.no_builtin,
+    /// Starts the MCP servers (in parallel, returning at once); their tools join the tools
+    /// as they are listed. Must run inside the runtime, after `ready`: their status events
+    /// follow it. Nothing to start starts nothing.
+    pub(crate) fn start_mcp(&mut self, servers: Vec<McpServer>, options: McpOptions) {
+        if servers.is_empty() || self.mcp.is_some() {
+            return;
         }
+        self.mcp = Some(McpServers::start(servers, options, self.events.clone()));
+    }
+
+    /// The running MCP servers, if any are configured.
+    pub fn mcp(&self) -> Option<&McpServers> {
+        self.mcp.as_ref()
+    }
+
+    /// What keeps MCP tools from taking another tool's name, and which of them the flags and
+    /// the active set let through.
+    fn mcp_filter(&self, extensions: Option<&Arc<tau_extensions::Extensions>>) -> ToolFilter {
+        let mut reserved: Vec<String> = BUILTIN_TOOL_NAMES.iter().map(|n| n.to_string()).collect();
+        reserved.extend(
+            extensions
+                .map(|e| e.tools())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t.registration.name),
+        );
+        reserved.extend(self.host_tools.tools().iter().map(|t| t.name.clone()));
+        let flags = self.flags.clone();
+        ToolFilter {
+            reserved: Arc::new(reserved),
+            allows: Arc::new(move |name| flags.selection().allows(name)),
+            active: Arc::clone(&self.active),
+        }
+    }
+
+    /// A run's way to follow the MCP servers' tools from one model call to the next; `None`
+    /// without servers.
+    pub(crate) fn mcp_run_tools(
+        &self,
+        extensions: Option<&Arc<tau_extensions::Extensions>>,
+    ) -> Option<McpRunTools> {
+        let mcp = self.mcp.as_ref()?;
+        Some(mcp.run_tools(self.mcp_filter(extensions)))
+    }
+
+    fn selection(&self) -> ToolSelection<'_> {
+        self.flags.selection()
     }
 
     pub fn host_tools(&self) -> &HostToolRegistry {
@@ -161,25 +218,30 @@ impl ToolSet {
     }
 
     /// `pi.setActiveTools`'s names, when an extension chose them.
-    pub fn active(&self) -> Option<&[String]> {
-        self.active.as_deref()
+    pub fn active(&self) -> Option<Vec<String>> {
+        self.active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
-    /// `pi.setActiveTools` (names no tool has are ignored, as in pi). Crate-only: a running
-    /// run must be told too, which the session does.
+    /// `pi.setActiveTools` (names no tool has are ignored, as in pi, but kept: an MCP tool
+    /// named before its server has listed it joins once it is). Crate-only: a running run
+    /// must be told too, which the session does.
     pub(crate) fn set_active(&mut self, names: Vec<String>) {
-        self.active = Some(names);
+        *self.active.lock().unwrap_or_else(PoisonError::into_inner) = Some(names);
     }
 
     /// The tools a run offers: the active built-in tools (pi's default set, or what the flags
     /// select), the extensions' tools (an extension tool with a built-in's name replaces it,
-    /// ext §5.4), then the active host tools; or the active set, in its order.
+    /// ext §5.4), the active host tools, then the MCP servers' tools as last listed; or the
+    /// active set, in its order.
     pub fn offered(
         &self,
         env: tau_tools::ToolEnv,
         extensions: Option<&Arc<tau_extensions::Extensions>>,
     ) -> Vec<Arc<dyn AgentTool>> {
-        match &self.active {
+        match &self.active() {
             None => self.tools_from(false, env, extensions),
             Some(names) => {
                 let all = self.tools_from(true, env, extensions);
@@ -192,7 +254,8 @@ impl ToolSet {
     }
 
     /// Every tool a run could offer (`pi.getAllTools`): the built-in tools the flags allow
-    /// (also those inactive by default), the extensions' tools, the active host tools.
+    /// (also those inactive by default), the extensions' tools, the active host tools, the
+    /// MCP servers' tools.
     pub fn all(
         &self,
         env: tau_tools::ToolEnv,
@@ -249,6 +312,9 @@ impl ToolSet {
                     )) as Arc<dyn AgentTool>
                 }),
         );
+        if let Some(mcp) = &self.mcp {
+            tools.extend(self.mcp_filter(extensions).mcp_tools(mcp.manager()));
+        }
         tools
     }
 }
@@ -424,7 +490,7 @@ mod tool_set_tests {
             "ls".into(),
             "read".into(),
         ]);
-        assert_eq!(tools.active().map(<[String]>::len), Some(4));
+        assert_eq!(tools.active().map(|names| names.len()), Some(4));
         assert_eq!(names(&tools.offered(env(&config), None)), ["grep", "read"]);
     }
 

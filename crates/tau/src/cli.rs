@@ -116,6 +116,9 @@ pub struct Cli {
     #[arg(long, value_name = "TEXT|FILE", action = ArgAction::Append)]
     pub append_system_prompt: Vec<String>,
 
+    /// MCP servers from a file of `{"mcpServers": {...}}` (repeatable; later files win).
+    #[arg(long, value_name = "FILE", action = ArgAction::Append)]
+    pub mcp_config: Vec<PathBuf>,
     /// Load an extension (repeatable).
     #[arg(long, short = 'e', value_name = "PATH", action = ArgAction::Append)]
     pub extension: Vec<String>,

@@ -301,7 +301,39 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
         tracing::warn!("{warning}");
     }
     let has_model = startup.model.is_some();
-    let make_session = |sink| AgentSession::new(config, settings, registry, startup, store, sink);
+    // The MCP servers trust allows, and the command line's; they start with the session
+    // (after `ready`, which does not wait for them).
+    let mcp_files: Vec<std::path::PathBuf> = options
+        .cli
+        .mcp_config
+        .iter()
+        .map(|file| {
+            let file = tau_base::paths::expand_tilde(&file.to_string_lossy());
+            if file.is_absolute() {
+                file
+            } else {
+                cwd.join(file)
+            }
+        })
+        .collect();
+    let mcp = tau_session::mcp::configured_servers(
+        tau_session::mcp::McpSources {
+            settings: &settings,
+            cwd: &cwd,
+            project_trusted: config.resources.project.trusted(),
+            files: &mcp_files,
+        },
+        &tau_session::mcp::process_env,
+    );
+    for warning in &mcp.warnings {
+        warn(warning);
+    }
+    let mcp_options = tau_session::mcp::options(&settings);
+    let make_session = |sink| {
+        let mut session = AgentSession::new(config, settings, registry, startup, store, sink);
+        session.start_mcp(mcp.servers, mcp_options);
+        session
+    };
     let version = env!("CARGO_PKG_VERSION");
     let (reason, decided) = match options.mode {
         RunMode::Rpc => {

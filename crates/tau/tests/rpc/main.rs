@@ -21,6 +21,7 @@ mod hardening_host;
 mod hardening_input;
 mod input_path;
 mod lifecycle;
+mod mcp;
 mod mirror;
 mod models;
 mod oneshot;

@@ -1,0 +1,513 @@
+//! The session's MCP servers (decisions T86, T90): which servers the configuration names,
+//! merged by precedence and trust ([`configured_servers`]), their deadlines ([`options`]),
+//! and the running servers ([`McpServers`]): their tools, which join the session's tool set
+//! and each model call of a run ([`McpRunTools`]), their states, written as
+//! `mcp_server_status` events on the session's output, and their shutdown.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tau_agent::AgentTool;
+use tau_mcp::{McpManager, ServerState, ServerStatus};
+use tau_protocol::{McpServerState, McpTransport, SessionEvent};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use tau_mcp::{McpOptions, McpServer, process_env};
+
+use crate::{EventSink, Settings};
+
+/// The project's own MCP configuration, in the shape Claude Code and Cursor read.
+pub const PROJECT_FILE: &str = ".mcp.json";
+
+/// Where MCP servers are configured, lowest precedence first: the user's settings, the
+/// project's settings and `.mcp.json` (both only when the project is trusted), then the
+/// command line's `--mcp-config` files in their order.
+#[derive(Debug, Clone, Copy)]
+pub struct McpSources<'a> {
+    /// The settings as trust left them: the project's files are applied only when trusted.
+    pub settings: &'a Settings,
+    pub cwd: &'a Path,
+    pub project_trusted: bool,
+    /// `--mcp-config`, the user's own: always read.
+    pub files: &'a [PathBuf],
+}
+
+/// The servers to start, and one warning line for each file or entry that could not be used
+/// (the other servers still start).
+#[derive(Debug, Default)]
+pub struct Configured {
+    pub servers: Vec<McpServer>,
+    pub warnings: Vec<String>,
+}
+
+/// Reads and merges every source: a later source replaces an earlier server of the same
+/// name whole. `env` expands `${VAR}` (the process environment in tau).
+pub fn configured_servers(
+    sources: McpSources<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Configured {
+    let mut warnings = Vec::new();
+    let mut layers: Vec<Vec<McpServer>> = Vec::new();
+    let mut add = |source: &str,
+                   parsed: Result<tau_mcp::ParsedServers, String>,
+                   warnings: &mut Vec<String>| match parsed {
+        Ok(parsed) => {
+            warnings.extend(
+                parsed
+                    .errors
+                    .iter()
+                    .map(|error| format!("{source}: {error}; it is not started")),
+            );
+            layers.push(parsed.servers);
+        }
+        Err(error) => warnings.push(format!("{source}: {error}; no MCP server of it starts")),
+    };
+    // The settings layers arrive trusted or not already: an untrusted project's files are
+    // not among them.
+    for (file, value) in sources.settings.layers_of("mcpServers") {
+        let source = match file {
+            Some(file) => format!("{} (mcpServers)", file.display()),
+            None => "settings (mcpServers)".to_string(),
+        };
+        let parsed = match value {
+            serde_json::Value::Object(servers) => Ok(tau_mcp::parse_servers(servers, env)),
+            serde_json::Value::Null => Ok(tau_mcp::ParsedServers::default()),
+            _ => Err("\"mcpServers\" must be an object".to_string()),
+        };
+        add(&source, parsed, &mut warnings);
+    }
+    let project_file = sources.cwd.join(PROJECT_FILE);
+    if project_file.symlink_metadata().is_ok() {
+        if sources.project_trusted {
+            add(
+                &project_file.display().to_string(),
+                read_document(&project_file, env),
+                &mut warnings,
+            );
+        } else {
+            warnings.push(format!(
+                "ignoring {}: the project is not trusted (start tau with --approve to trust it \
+                 for this run)",
+                project_file.display()
+            ));
+        }
+    }
+    for file in sources.files {
+        add(
+            &file.display().to_string(),
+            read_document(file, env),
+            &mut warnings,
+        );
+    }
+    layers.reverse();
+    Configured {
+        servers: tau_mcp::merge_layers(layers),
+        warnings,
+    }
+}
+
+fn read_document(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<tau_mcp::ParsedServers, String> {
+    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read it: {error}"))?;
+    tau_mcp::parse_config_document(&text, env).map_err(|error| error.to_string())
+}
+
+/// The deadlines of settings `mcp` (`requestTimeoutMs`, `startupTimeoutMs`, `maxRestarts`);
+/// a missing, mistyped or zero deadline keeps the default.
+pub fn options(settings: &Settings) -> McpOptions {
+    let defaults = McpOptions::default();
+    let millis = |key: &str| {
+        settings
+            .get::<u64>(key)
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis)
+    };
+    McpOptions {
+        request_timeout: millis("mcp.requestTimeoutMs").unwrap_or(defaults.request_timeout),
+        startup_timeout: millis("mcp.startupTimeoutMs").unwrap_or(defaults.startup_timeout),
+        max_restarts: settings
+            .get::<u32>("mcp.maxRestarts")
+            .unwrap_or(defaults.max_restarts),
+        ..defaults
+    }
+}
+
+/// The running servers of a session.
+pub struct McpServers {
+    manager: McpManager,
+    startup_timeout: Duration,
+    /// Ends the status forwarder once the last states are written.
+    stop: CancellationToken,
+    forwarder: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for McpServers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServers")
+            .field("manager", &self.manager)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServers {
+    /// Starts every server in parallel and returns at once; each server's state, then each
+    /// change of it, goes to `events`. Must be called inside the runtime, after `ready`.
+    pub(crate) fn start(servers: Vec<McpServer>, options: McpOptions, events: EventSink) -> Self {
+        let startup_timeout = options.startup_timeout;
+        let manager = McpManager::start(servers, options);
+        let stop = CancellationToken::new();
+        // Subscribed before the first snapshot: no change falls between the two.
+        let receiver = manager.subscribe();
+        let forwarder = tokio::spawn(forward_statuses(
+            manager.clone(),
+            receiver,
+            events,
+            stop.clone(),
+        ));
+        Self {
+            manager,
+            startup_timeout,
+            stop,
+            forwarder: Mutex::new(Some(forwarder)),
+        }
+    }
+
+    pub fn manager(&self) -> &McpManager {
+        &self.manager
+    }
+
+    /// Closes every server and waits until their processes are gone; their `stopped` states
+    /// are written before this returns.
+    pub async fn shutdown(&self) {
+        self.manager.shutdown().await;
+        self.stop.cancel();
+        let forwarder = self
+            .forwarder
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+    }
+
+    /// What a run needs to follow the servers' tools from one model call to the next.
+    pub(crate) fn run_tools(&self, filter: ToolFilter) -> McpRunTools {
+        McpRunTools {
+            manager: self.manager.clone(),
+            startup_timeout: self.startup_timeout,
+            filter,
+            waited: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// Which MCP tools a list may hold: the names other tools hold, what the tool flags allow,
+/// and `pi.setActiveTools`' set (shared with the tool set, so a change during a run counts).
+#[derive(Clone)]
+pub(crate) struct ToolFilter {
+    /// The built-in, extension and host tools' names: MCP tools never take them.
+    pub reserved: Arc<Vec<String>>,
+    pub allows: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    pub active: Arc<Mutex<Option<Vec<String>>>>,
+}
+
+impl ToolFilter {
+    /// The servers' tools as last listed that this filter lets through, in the servers'
+    /// order.
+    pub(crate) fn mcp_tools(&self, manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
+        self.admit(manager.current_tools(self.reserved.iter().cloned()))
+    }
+
+    fn admit(&self, tools: Vec<Arc<tau_mcp::McpTool>>) -> Vec<Arc<dyn AgentTool>> {
+        tools
+            .into_iter()
+            .filter(|tool| (self.allows)(tool.name()))
+            .map(|tool| tool as Arc<dyn AgentTool>)
+            .collect()
+    }
+}
+
+/// A run's view of the servers: before each model call, the tools it offers are those of
+/// the session's other tools it already has plus the servers' tools as they are now.
+#[derive(Clone)]
+pub(crate) struct McpRunTools {
+    manager: McpManager,
+    startup_timeout: Duration,
+    filter: ToolFilter,
+    /// The first model call of the run has waited for servers still starting.
+    waited: Arc<AtomicBool>,
+}
+
+impl McpRunTools {
+    /// `current` with its MCP tools replaced by the servers' present ones. The first call of
+    /// a run waits (at most the start-up deadline, or until `cancel`) for servers still
+    /// starting, so that the first answer can already use their tools.
+    pub(crate) async fn refresh(
+        &self,
+        current: &[Arc<dyn AgentTool>],
+        cancel: &CancellationToken,
+    ) -> Vec<Arc<dyn AgentTool>> {
+        if !self.waited.swap(true, Ordering::SeqCst) && self.manager.any_starting() {
+            tokio::select! {
+                _ = self.manager.wait_settled(self.startup_timeout) => {}
+                () = cancel.cancelled() => {}
+            }
+        }
+        let others: Vec<Arc<dyn AgentTool>> = current
+            .iter()
+            .filter(|tool| self.filter.reserved.iter().any(|name| name == tool.name()))
+            .cloned()
+            .collect();
+        // A server whose list changed and was not listed again yet (the notification came
+        // with the last tool's result) is listed now: the change applies to this call.
+        let servers = self.filter.admit(
+            self.manager
+                .tools(self.filter.reserved.iter().cloned())
+                .await,
+        );
+        let active = self
+            .filter
+            .active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match active {
+            None => others.into_iter().chain(servers).collect(),
+            Some(names) => names
+                .iter()
+                .filter_map(|name| {
+                    others
+                        .iter()
+                        .chain(&servers)
+                        .find(|tool| tool.name() == name)
+                        .cloned()
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Writes every server's state, then each change, until `stop` (after the last states).
+async fn forward_statuses(
+    manager: McpManager,
+    mut receiver: tokio::sync::broadcast::Receiver<ServerStatus>,
+    events: EventSink,
+    stop: CancellationToken,
+) {
+    let mut last: HashMap<String, SessionEvent> = HashMap::new();
+    for status in manager.statuses() {
+        write_status(&events, &mut last, &status).await;
+    }
+    loop {
+        let received = tokio::select! {
+            biased;
+            received = receiver.recv() => received,
+            () = stop.cancelled() => {
+                // What the shutdown announced is still written.
+                while let Ok(status) = receiver.try_recv() {
+                    write_status(&events, &mut last, &status).await;
+                }
+                return;
+            }
+        };
+        match received {
+            Ok(status) => write_status(&events, &mut last, &status).await,
+            // Changes were missed: the present states say where each server stands.
+            Err(RecvError::Lagged(_)) => {
+                for status in manager.statuses() {
+                    write_status(&events, &mut last, &status).await;
+                }
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Writes `status` unless it is what was last written for its server (a change may arrive
+/// both in the first snapshot and on the channel).
+async fn write_status(
+    events: &EventSink,
+    last: &mut HashMap<String, SessionEvent>,
+    status: &ServerStatus,
+) {
+    let event = status_event(status);
+    if last.get(&status.name) == Some(&event) {
+        return;
+    }
+    last.insert(status.name.clone(), event.clone());
+    events.emit(event).await;
+}
+
+/// The protocol's record of a server's state.
+pub fn status_event(status: &ServerStatus) -> SessionEvent {
+    let (state, message) = match &status.state {
+        ServerState::Starting => (McpServerState::Starting, None),
+        ServerState::Ready => (McpServerState::Ready, None),
+        ServerState::Failed { message } => (McpServerState::Failed, Some(message.clone())),
+        ServerState::Stopped => (McpServerState::Stopped, None),
+    };
+    SessionEvent::McpServerStatus {
+        server: status.name.clone(),
+        transport: match status.transport {
+            "sse" => McpTransport::Sse,
+            "http" => McpTransport::Http,
+            _ => McpTransport::Stdio,
+        },
+        state,
+        tools: status.tools.clone(),
+        restarts: status.restarts,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "TOKEN").then(|| "secret".to_string())
+    }
+
+    fn names(configured: &Configured) -> Vec<(String, String)> {
+        configured
+            .servers
+            .iter()
+            .map(|server| {
+                let command = match &server.config {
+                    tau_mcp::ServerConfig::Stdio(stdio) => stdio.command.clone(),
+                    tau_mcp::ServerConfig::Http(http) => http.url.clone(),
+                };
+                (server.name.clone(), command)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn later_sources_replace_earlier_servers_and_untrusted_projects_count_for_nothing() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(
+            agent.path().join("settings.json"),
+            json!({"mcpServers": {"a": {"command": "user-a"}, "b": {"command": "user-b"},
+                                  "c": {"command": "user-c"}, "d": {"command": "user-d"}}})
+            .to_string(),
+        )
+        .unwrap();
+        std::fs::create_dir(cwd.path().join(".pi")).unwrap();
+        std::fs::write(
+            cwd.path().join(".pi/settings.json"),
+            json!({"mcpServers": {"b": {"command": "project-b"}}}).to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            cwd.path().join(".mcp.json"),
+            json!({"mcpServers": {"c": {"url": "https://example.invalid/${TOKEN}"},
+                                  "bad": {"args": []}}})
+            .to_string(),
+        )
+        .unwrap();
+        let flag = cwd.path().join("flag.json");
+        std::fs::write(
+            &flag,
+            json!({"mcpServers": {"d": {"command": "flag-d"}}}).to_string(),
+        )
+        .unwrap();
+        let missing = cwd.path().join("missing.json");
+        let files = [flag, missing.clone()];
+
+        let mut settings = Settings::load(agent.path(), cwd.path());
+        let untrusted = configured_servers(
+            McpSources {
+                settings: &settings,
+                cwd: cwd.path(),
+                project_trusted: false,
+                files: &files,
+            },
+            &env,
+        );
+        let mut got = names(&untrusted);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("a".to_string(), "user-a".to_string()),
+                ("b".into(), "user-b".into()),
+                ("c".into(), "user-c".into()),
+                ("d".into(), "flag-d".into()),
+            ]
+        );
+        assert_eq!(untrusted.warnings.len(), 2, "{:?}", untrusted.warnings);
+        assert!(untrusted.warnings[0].contains(".mcp.json"));
+        assert!(untrusted.warnings[1].contains(&missing.display().to_string()));
+
+        settings.trust_project();
+        let trusted = configured_servers(
+            McpSources {
+                settings: &settings,
+                cwd: cwd.path(),
+                project_trusted: true,
+                files: &files,
+            },
+            &env,
+        );
+        let mut got = names(&trusted);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("a".to_string(), "user-a".to_string()),
+                ("b".into(), "project-b".into()),
+                ("c".into(), "https://example.invalid/secret".into()),
+                ("d".into(), "flag-d".into()),
+            ]
+        );
+        // The broken entry of `.mcp.json` and the missing file, each named.
+        assert_eq!(trusted.warnings.len(), 2, "{:?}", trusted.warnings);
+        assert!(trusted.warnings[0].contains(".mcp.json") && trusted.warnings[0].contains("bad"));
+    }
+
+    #[test]
+    fn deadlines_come_from_settings_with_defaults() {
+        let settings = Settings::from_value(
+            json!({"mcp": {"requestTimeoutMs": 1500, "startupTimeoutMs": 0, "maxRestarts": 1}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let options = options(&settings);
+        assert_eq!(options.request_timeout, Duration::from_millis(1500));
+        assert_eq!(
+            options.startup_timeout,
+            McpOptions::default().startup_timeout
+        );
+        assert_eq!(options.max_restarts, 1);
+    }
+
+    #[test]
+    fn a_failed_status_carries_its_message_and_the_others_none() {
+        let failed = status_event(&ServerStatus {
+            name: "x".into(),
+            transport: "http",
+            state: ServerState::Failed {
+                message: "gone".into(),
+            },
+            tools: vec!["t".into()],
+            restarts: 2,
+            pid: None,
+        });
+        assert_eq!(
+            serde_json::to_value(&failed).unwrap(),
+            json!({"type": "mcp_server_status", "server": "x", "transport": "http",
+                   "state": "failed", "tools": ["t"], "restarts": 2, "message": "gone"})
+        );
+    }
+}
