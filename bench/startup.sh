@@ -66,7 +66,8 @@ fi
 # the footprint is over the goal.
 order=crates/tau/link/startup-order.txt
 listed=$(wc -l <"$order")
-found=$(comm -12 <(sort -u "$order") <(nm --defined-only "$tau" | awk '{print $3}' | sort -u) | wc -l)
+found=$(comm -12 <(sort -u "$order") \
+  <(nm --defined-only -C "$tau" | cut -d' ' -f3- | sed -E 's/\[[0-9a-f]{16}\]//g; s/::h[0-9a-f]{16}$//' | sort -u) | wc -l)
 printf 'start-up order: %s of %s functions found in the binary\n' "$found" "$listed"
 if [ $((found * 10)) -lt $((listed * 9)) ]; then
   echo "start-up order: the list is stale; refresh it with: python3 scripts/startup-order.py" >&2

@@ -6,13 +6,16 @@ Why: the kernel maps a file's pages into a process 64 KiB at a time around each 
 ~1 MB of code a start-up runs, scattered over 14 MB of text, made ~5 MB resident. Placed
 together it is ~1.2 MB (docs/decisions.md T89). Symbol names carry hashes that change with
 the compiler and dependency versions; names that no longer exist are ignored by the linker,
-and `scripts/check-install.sh` fails when too few of them are found, so the list is refreshed
-with this script rather than left to decay.
+and `bench/startup.sh` says when too few of them are found, so the list is refreshed with this
+script rather than left to decay. Names are written demangled and without hashes, which a new
+dependency does not change (the workspace's linker driver, crates/tau/link/ordered-cc, looks
+up the symbols of each link).
 
     python3 scripts/startup-order.py            # builds the dist profile, needs valgrind
 """
 import bisect
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -39,12 +42,15 @@ with tempfile.TemporaryDirectory() as work:
             if line.startswith("I "):
                 executed.add(int(line[3:].split(",", 1)[0], 16))
 
+# Listed by demangled name without hashes (crates/tau/link/order_symbols.py says why).
+HASHES = re.compile(r"\[[0-9a-f]{16}\]|::h[0-9a-f]{16}$")
 symbols = []
-nm = subprocess.run(["nm", "-S", "--defined-only", tau], capture_output=True, text=True, check=True)
+nm = subprocess.run(["nm", "-S", "--defined-only", "-C", tau], capture_output=True, text=True,
+                    check=True)
 for line in nm.stdout.splitlines():
-    parts = line.split()
+    parts = line.split(maxsplit=3)
     if len(parts) == 4 and parts[2] in "tTwW":
-        symbols.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
+        symbols.append((int(parts[0], 16), int(parts[1], 16), HASHES.sub("", parts[3])))
 symbols.sort()
 starts = [s[0] for s in symbols]
 entry = int(subprocess.run(["readelf", "-h", tau], capture_output=True, text=True, check=True)

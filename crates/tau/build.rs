@@ -1,7 +1,9 @@
 //! Link options for the `tau` binary that make start-up touch less memory (decision T89).
 //!
 //! - `startup-order.txt` (written by `scripts/startup-order.py`) names the functions a start-up
-//!   runs up to answering `get_state`; lld places them first in `.text`. The kernel maps file
+//!   runs up to answering `get_state`, by demangled names without hashes; the workspace's
+//!   linker driver (`link/ordered-cc`) finds their symbols in the link and lld places them
+//!   first in `.text`. The kernel maps file
 //!   pages 64 KiB around each fault, so the same ~1 MB of code scattered over 14 MB of text kept
 //!   ~5 MB resident, placed together ~1.2 MB. Names the binary no longer has are skipped.
 //! - `-z pack-relative-relocs` stores the ~21,000 relative relocations as a bitmap (RELR)
@@ -21,10 +23,14 @@ fn main() {
     let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") else {
         return;
     };
-    println!(
-        "cargo:rustc-link-arg-bin=tau=-Wl,--symbol-ordering-file={dir}/link/startup-order.txt"
-    );
-    println!("cargo:rustc-link-arg-bin=tau=-Wl,--no-warn-symbol-ordering");
+    // Only an optimised build's layout matters, and the lookup of the names would slow every
+    // debug link of the tests.
+    if std::env::var("OPT_LEVEL").is_ok_and(|level| level != "0") {
+        println!(
+            "cargo:rustc-link-arg-bin=tau=-Wl,--symbol-ordering-file={dir}/link/startup-order.txt"
+        );
+        println!("cargo:rustc-link-arg-bin=tau=-Wl,--no-warn-symbol-ordering");
+    }
     if glibc_has_relr() {
         println!("cargo:rustc-link-arg-bin=tau=-Wl,-z,pack-relative-relocs");
     }
