@@ -129,22 +129,9 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
         let config = SessionConfig {
             agent_dir: dir.path().to_path_buf(),
             cwd: dir.path().to_path_buf(),
-            session_dir: None,
             no_session: true,
-            name: None,
-            thinking: None,
-            provider: None,
-            model_pattern: None,
-            models_scope: Vec::new(),
-            api_key: None,
-            system_prompt: None,
-            append_system_prompt: Vec::new(),
             no_context_files: true,
-            tools: None,
-            exclude_tools: Vec::new(),
-            no_tools: false,
-            no_builtin_tools: false,
-            resources: Default::default(),
+            ..SessionConfig::default()
         };
         let registry = tau_ai::registry::Registry::new(dir.path(), |_| None);
         let startup = tau_session::StartupModel {

@@ -38,8 +38,9 @@ pub use files::Replacement;
 pub use input::{Admitted, InputSource, Submitted};
 pub use tree::{NavigateOptions, NavigateOutcome};
 
-/// How a session is set up at startup (from the command line and the environment).
-#[derive(Debug, Clone)]
+/// How a session is set up at startup (from the command line and the environment). The
+/// default is no flag given (with empty folders, which a caller always sets).
+#[derive(Debug, Clone, Default)]
 pub struct SessionConfig {
     pub agent_dir: PathBuf,
     pub cwd: PathBuf,

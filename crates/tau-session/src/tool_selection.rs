@@ -433,22 +433,10 @@ mod tool_set_tests {
         SessionConfig {
             agent_dir: cwd.join("agent"),
             cwd: cwd.to_path_buf(),
-            session_dir: None,
             no_session: true,
-            name: None,
-            thinking: None,
-            provider: None,
-            model_pattern: None,
-            models_scope: Vec::new(),
-            api_key: None,
-            system_prompt: None,
-            append_system_prompt: Vec::new(),
             no_context_files: true,
-            tools: None,
             exclude_tools: vec!["ls".into()],
-            no_tools: false,
-            no_builtin_tools: false,
-            resources: crate::resources::ResourceOptions::default(),
+            ..SessionConfig::default()
         }
     }
 

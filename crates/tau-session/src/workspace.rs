@@ -228,22 +228,9 @@ mod tests {
         let config = SessionConfig {
             agent_dir,
             cwd,
-            session_dir: None,
             no_session: true,
-            name: None,
-            thinking: None,
-            provider: None,
-            model_pattern: None,
-            models_scope: Vec::new(),
-            api_key: None,
-            system_prompt: None,
-            append_system_prompt: Vec::new(),
             no_context_files,
-            tools: None,
-            exclude_tools: Vec::new(),
-            no_tools: false,
-            no_builtin_tools: false,
-            resources: crate::resources::ResourceOptions::default(),
+            ..SessionConfig::default()
         };
         (dir, Workspace::new(config, false))
     }

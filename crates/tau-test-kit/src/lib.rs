@@ -30,54 +30,26 @@ pub const PROTOCOL_SCHEMA: &str = include_str!("../../../docs/protocol.schema.js
 /// Checks one stdout record against `#/$defs/StdoutRecord` of the protocol's schema; the
 /// error lists what does not match and where.
 pub fn check_stdout_record(record: &Value) -> Result<(), String> {
-    static VALIDATOR: std::sync::OnceLock<Result<jsonschema::Validator, String>> =
-        std::sync::OnceLock::new();
-    let validator = VALIDATOR.get_or_init(|| {
-        let mut schema: Value = serde_json::from_str(PROTOCOL_SCHEMA).map_err(|e| e.to_string())?;
-        schema["$ref"] = Value::String("#/$defs/StdoutRecord".into());
-        if let Some(object) = schema.as_object_mut() {
-            object.remove("anyOf");
-        }
-        jsonschema::validator_for(&schema).map_err(|e| e.to_string())
-    });
-    let validator = validator
-        .as_ref()
-        .map_err(|e| format!("the schema does not compile: {e}"))?;
-    let problems: Vec<String> = validator
-        .iter_errors(record)
-        .map(|e| format!("  at {}: {e}", e.instance_path()))
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("\n"))
-    }
+    check_definition("StdoutRecord", record)
 }
 
 /// Checks a value against `#/$defs/<definition>` of the protocol's schema (the frames of the
 /// extension protocol, which are not stdout records); the error lists what does not match.
 pub fn check_definition(definition: &str, value: &Value) -> Result<(), String> {
-    type Validators = std::collections::HashMap<String, Result<jsonschema::Validator, String>>;
-    static VALIDATORS: std::sync::Mutex<Option<Validators>> = std::sync::Mutex::new(None);
-    let mut validators = VALIDATORS
+    type Compiled = std::sync::Arc<Result<jsonschema::Validator, String>>;
+    // Compiled once per definition and shared; validation runs outside the lock, as every
+    // test thread checks every record it reads.
+    static VALIDATORS: std::sync::Mutex<Option<std::collections::HashMap<String, Compiled>>> =
+        std::sync::Mutex::new(None);
+    let validator: Compiled = VALIDATORS
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let validator = validators
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .get_or_insert_with(Default::default)
         .entry(definition.to_string())
-        .or_insert_with(|| {
-            let mut schema: Value =
-                serde_json::from_str(PROTOCOL_SCHEMA).map_err(|e| e.to_string())?;
-            if schema["$defs"].get(definition).is_none() {
-                return Err(format!("the schema has no definition {definition}"));
-            }
-            schema["$ref"] = Value::String(format!("#/$defs/{definition}"));
-            if let Some(object) = schema.as_object_mut() {
-                object.remove("anyOf");
-            }
-            jsonschema::validator_for(&schema).map_err(|e| e.to_string())
-        });
+        .or_insert_with(|| std::sync::Arc::new(compile(definition)))
+        .clone();
     let validator = validator
+        .as_ref()
         .as_ref()
         .map_err(|e| format!("the schema does not compile: {e}"))?;
     let problems: Vec<String> = validator
@@ -89,6 +61,19 @@ pub fn check_definition(definition: &str, value: &Value) -> Result<(), String> {
     } else {
         Err(problems.join("\n"))
     }
+}
+
+/// The validator of `#/$defs/<definition>` of the checked-in schema.
+fn compile(definition: &str) -> Result<jsonschema::Validator, String> {
+    let mut schema: Value = serde_json::from_str(PROTOCOL_SCHEMA).map_err(|e| e.to_string())?;
+    if schema["$defs"].get(definition).is_none() {
+        return Err(format!("the schema has no definition {definition}"));
+    }
+    schema["$ref"] = Value::String(format!("#/$defs/{definition}"));
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("anyOf");
+    }
+    jsonschema::validator_for(&schema).map_err(|e| e.to_string())
 }
 
 /// One stdout record.
