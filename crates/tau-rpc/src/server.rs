@@ -1141,6 +1141,30 @@ impl RpcServer {
             },
             RpcCommand::Bash(_) => fail(id, name, "bash commands are dispatched before this point"),
             RpcCommand::Compact(_) => fail(id, name, "compact is dispatched before this point"),
+            RpcCommand::GetMcpServers(_) => {
+                let servers = self
+                    .session
+                    .tools()
+                    .mcp()
+                    .map(|mcp| {
+                        mcp.manager()
+                            .statuses()
+                            .iter()
+                            .map(tau_session::mcp::server_info)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                ok(id, name, &tau_protocol::rpc::McpServersData { servers })
+            }
+            RpcCommand::RestartMcpServer(c) => {
+                let Some(mcp) = self.session.tools().mcp() else {
+                    return fail(id, name, format!("no MCP server is named \"{}\"", c.server));
+                };
+                match mcp.manager().restart(&c.server).await {
+                    Ok(()) => done(id, name),
+                    Err(err) => fail(id, name, err.to_string()),
+                }
+            }
             RpcCommand::GetCommands(_) => ok(
                 id,
                 name,

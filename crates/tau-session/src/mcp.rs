@@ -348,13 +348,26 @@ async fn write_status(
 
 /// The protocol's record of a server's state.
 pub fn status_event(status: &ServerStatus) -> SessionEvent {
+    let info = server_info(status);
+    SessionEvent::McpServerStatus {
+        server: info.server,
+        transport: info.transport,
+        state: info.state,
+        tools: info.tools,
+        restarts: info.restarts,
+        message: info.message,
+    }
+}
+
+/// A server's state as `get_mcp_servers` lists it (the same fields as its status event).
+pub fn server_info(status: &ServerStatus) -> tau_protocol::rpc::McpServerInfo {
     let (state, message) = match &status.state {
         ServerState::Starting => (McpServerState::Starting, None),
         ServerState::Ready => (McpServerState::Ready, None),
         ServerState::Failed { message } => (McpServerState::Failed, Some(message.clone())),
         ServerState::Stopped => (McpServerState::Stopped, None),
     };
-    SessionEvent::McpServerStatus {
+    tau_protocol::rpc::McpServerInfo {
         server: status.name.clone(),
         transport: match status.transport {
             "sse" => McpTransport::Sse,

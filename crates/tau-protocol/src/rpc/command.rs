@@ -165,6 +165,13 @@ pub struct SetLocaleCommand {
     pub locale: String,
 }
 
+/// `restart_mcp_server` (tau): start an MCP server again, its count of restarts reset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RestartMcpServerCommand {
+    /// The server's name in the configuration.
+    pub server: String,
+}
+
 /// Why a command object could not become an [`RpcCommand`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
@@ -302,6 +309,10 @@ commands! {
     "set_locale" => SetLocale(SetLocaleCommand),
     /// xcsh.
     "get_integrations" => GetIntegrations(NoFields) -> IntegrationsData,
+    /// tau: the MCP servers with their states and tools.
+    "get_mcp_servers" => GetMcpServers(NoFields) -> McpServersData,
+    /// tau.
+    "restart_mcp_server" => RestartMcpServer(RestartMcpServerCommand),
 }
 
 #[cfg(test)]

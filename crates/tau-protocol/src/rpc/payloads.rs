@@ -314,6 +314,25 @@ pub struct IntegrationService {
     pub hint: Option<String>,
 }
 
+/// `get_mcp_servers` (tau): each configured MCP server as its last `mcp_server_status` said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct McpServersData {
+    pub servers: Vec<McpServerInfo>,
+}
+
+/// One MCP server: the fields of its `mcp_server_status` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct McpServerInfo {
+    pub server: String,
+    pub transport: crate::McpTransport,
+    pub state: crate::McpServerState,
+    /// The server's own names of its tools, as last listed.
+    pub tools: Vec<String>,
+    pub restarts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
 /// `get_integrations` (xcsh).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntegrationsData {

@@ -522,3 +522,31 @@ fn a_streamable_http_server_from_settings() {
     );
     stop(t);
 }
+
+#[test]
+fn the_servers_are_listed_and_one_is_restarted_on_request() {
+    let mock = MockServer::start_background().unwrap();
+    let mut t = start(&mock, json!({"test": server_entry()}), &[], |b| b);
+    status(&mut t, "test", "ready");
+    let listed = t.request(json!({"type": "get_mcp_servers"}));
+    assert_eq!(listed["success"], true, "{listed}");
+    let servers = listed["data"]["servers"].as_array().expect("a list");
+    assert_eq!(servers.len(), 1, "{listed}");
+    assert_eq!(servers[0]["server"], "test");
+    assert_eq!(servers[0]["transport"], "stdio");
+    assert_eq!(servers[0]["state"], "ready");
+    assert!(
+        servers[0]["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.contains(&json!("echo"))),
+        "{listed}"
+    );
+    let restarted = t.request(json!({"type": "restart_mcp_server", "server": "test"}));
+    assert_eq!(restarted["success"], true, "{restarted}");
+    status(&mut t, "test", "starting");
+    status(&mut t, "test", "ready");
+    let unknown = t.request(json!({"type": "restart_mcp_server", "server": "nope"}));
+    assert_eq!(unknown["success"], false, "{unknown}");
+    assert_eq!(unknown["error"], "no MCP server is named \"nope\"");
+    stop(t);
+}
