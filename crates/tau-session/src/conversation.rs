@@ -405,7 +405,10 @@ impl RunHost for Host {
                         let event = tau_protocol::extension_event::ExtensionEvent::MessageEnd {
                             message: &value,
                         };
-                        extensions.emit_detached("message_end", &event.to_value().to_string());
+                        extensions.emit_detached(
+                            "message_end",
+                            &serde_json::to_string(&event).unwrap_or_default(),
+                        );
                         return message;
                     }
                     crate::extension_hooks::message_end(extensions, message, &self.cancel).await

@@ -216,7 +216,10 @@ impl ExtensionBinding {
                 level,
                 previous_level,
             };
-            extensions.emit_detached("thinking_level_select", &event.to_value().to_string());
+            extensions.emit_detached(
+                "thinking_level_select",
+                &serde_json::to_string(&event).unwrap_or_default(),
+            );
         }
         if model_changed(model, previous_model.as_ref()) && extensions.subscribed("model_select") {
             let event = ExtensionEvent::ModelSelect {

@@ -41,13 +41,20 @@ pub fn check_definition(definition: &str, value: &Value) -> Result<(), String> {
     // test thread checks every record it reads.
     static VALIDATORS: std::sync::Mutex<Option<std::collections::HashMap<String, Compiled>>> =
         std::sync::Mutex::new(None);
-    let validator: Compiled = VALIDATORS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get_or_insert_with(Default::default)
-        .entry(definition.to_string())
-        .or_insert_with(|| std::sync::Arc::new(compile(definition)))
-        .clone();
+    let validator: Compiled = {
+        let mut validators = VALIDATORS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let validators = validators.get_or_insert_with(Default::default);
+        match validators.get(definition) {
+            Some(compiled) => compiled.clone(),
+            None => {
+                let compiled = std::sync::Arc::new(compile(definition));
+                validators.insert(definition.to_string(), compiled.clone());
+                compiled
+            }
+        }
+    };
     let validator = validator
         .as_ref()
         .as_ref()

@@ -35,6 +35,15 @@ def symbols(path):
 
 def main(args):
     cc = os.environ.get("TAU_LINK_CC", "cc")
+    try:
+        return link_ordered(cc, args)
+    except (OSError, StopIteration, subprocess.SubprocessError) as error:
+        # The ordering only saves memory: never let it fail the build.
+        print(f"ordered-cc: linking without the start-up order ({error})", file=sys.stderr)
+        return subprocess.run([cc] + args).returncode
+
+
+def link_ordered(cc, args):
     listed = next(a[len(ORDERING):] for a in args if a.startswith(ORDERING))
     with open(listed) as f:
         wanted = {line.rstrip("\n"): i for i, line in enumerate(f) if line.strip()}
