@@ -48,6 +48,7 @@ class HostProcess {
 		this.frames = [];
 		this.waiters = [];
 		this.stderr = "";
+		this.stderrWaiters = [];
 		this.actionHandlers = actions;
 		this.nextId = 1;
 		this.child = spawn(process.execPath, [HOST], {
@@ -70,6 +71,28 @@ class HostProcess {
 		this.child.stderr.setEncoding("utf8");
 		this.child.stderr.on("data", (chunk) => {
 			this.stderr += chunk;
+			for (const waiter of [...this.stderrWaiters]) {
+				if (waiter.pattern.test(this.stderr)) {
+					this.stderrWaiters.splice(this.stderrWaiters.indexOf(waiter), 1);
+					waiter.resolve();
+				}
+			}
+		});
+	}
+
+	/** Resolves once stderr matches `pattern`: stderr is another pipe than the frames, so a
+	 * line written before a response may still be on its way when the response is read. */
+	waitForStderr(pattern, timeoutMs = 10000) {
+		if (pattern.test(this.stderr)) return Promise.resolve();
+		return new Promise((resolve, reject) => {
+			const waiter = { pattern, resolve };
+			this.stderrWaiters.push(waiter);
+			setTimeout(() => {
+				if (this.stderrWaiters.includes(waiter)) {
+					this.stderrWaiters.splice(this.stderrWaiters.indexOf(waiter), 1);
+					reject(new Error(`timed out waiting for ${pattern} on stderr; got: ${this.stderr}`));
+				}
+			}, timeoutMs);
 		});
 	}
 
@@ -213,7 +236,7 @@ describe("a small extension", () => {
 		assert.ok(host.frames.every((frame) => frame.type !== "<not json>"), "every stdout line is a frame");
 		assert.match(host.stderr, /basic: console\.log during load/);
 		assert.match(host.stderr, /basic: stdout write during load/);
-		assert.match(host.stderr, /basic: session_start startup/);
+		await host.waitForStderr(/basic: session_start startup/);
 	});
 
 	test("ctx.ui.theme is pi's theme, with 256-colour escapes", async () => {

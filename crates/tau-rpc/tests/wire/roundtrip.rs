@@ -9,8 +9,8 @@ use serde_json::Value;
 use tau_protocol::rpc::*;
 use tau_rpc::parse::{Inbound, parse_line};
 
-const EXAMPLES: &str = include_str!("fixtures/doc004_examples.jsonl");
-const OBSERVED: &str = include_str!("fixtures/pi_observed_lines.jsonl");
+const EXAMPLES: &str = include_str!("../fixtures/doc004_examples.jsonl");
+const OBSERVED: &str = include_str!("../fixtures/pi_observed_lines.jsonl");
 
 /// Keys tau adds to a record when it re-serialises one that lacked them (pi always writes
 /// them, or they are tau's additive fields).

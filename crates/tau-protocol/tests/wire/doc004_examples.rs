@@ -20,7 +20,7 @@ fn validator(root: &str) -> jsonschema::Validator {
 fn document_004_examples_validate() {
     let stdin = validator("StdinRecord");
     let stdout = validator("StdoutRecord");
-    let examples = include_str!("fixtures/doc004-examples.jsonl");
+    let examples = include_str!("../fixtures/doc004-examples.jsonl");
     let inbound = [
         "extension_ui_response",
         "host_tool_result",
