@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { privateCacheDir, restrictFiles } from "./cache.mjs";
+import { requireWithCodeCache } from "./code-cache.mjs";
 
 const require = createRequire(import.meta.url);
 const codingAgentIndex = fileURLToPath(import.meta.resolve("@earendil-works/pi-coding-agent"));
@@ -92,6 +93,28 @@ export function getFacades() {
 let createJiti;
 
 /**
+ * jiti's `createJiti` as its CommonJS entry (`jiti/lib/jiti.cjs`) builds it from the bundle in
+ * `dist`, with the bundle and the babel transform loaded with their code caches
+ * (lib/code-cache.mjs). Not through jiti's ES entry either way: importing that makes Node scan
+ * the 190 KB bundle for export names before running it, a third of the host's start.
+ */
+function loadCreateJiti() {
+	const dist = join(dirname(require.resolve("jiti")), "..", "dist");
+	const createJitiFromBundle = requireWithCodeCache(join(dist, "jiti.cjs"));
+	let babel;
+	// Loaded on a transpile-cache miss only, as jiti's own entry does.
+	const transform = (...args) => (babel ??= requireWithCodeCache(join(dist, "babel.cjs")))(...args);
+	return (id, options) =>
+		createJitiFromBundle(id, { transform, ...options }, {
+			onError(err) {
+				throw err;
+			},
+			nativeImport: (specifier) => import(specifier),
+			createRequire,
+		});
+}
+
+/**
  * A fresh jiti per load, as pi does, so a reload re-evaluates the extension's own modules.
  * pi imports `jiti/static`, which differs from the main entry only in loading babel eagerly (so
  * Bun can bundle it); the main entry loads the same babel transform on a transpile-cache miss,
@@ -99,9 +122,7 @@ let createJiti;
  * (jiti's default is the shared `$TMPDIR/jiti`), or off when there is no private folder for it.
  */
 export async function newJiti(fsCache = false) {
-	// Required, not imported: importing jiti's ES entry makes Node scan its 190 KB CommonJS
-	// bundle for export names before running it (a third of the host's start-up CPU).
-	if (!createJiti) ({ createJiti } = require("jiti"));
+	createJiti ??= loadCreateJiti();
 	return createJiti(import.meta.url, { moduleCache: false, tryNative: false, fsCache, alias: getAliases(), virtualModules: getFacades() });
 }
 

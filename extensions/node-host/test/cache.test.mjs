@@ -2,7 +2,7 @@
 // shared temp directory (lib/cache.mjs), and is turned off when that folder is not private.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -73,4 +73,42 @@ test("a cache folder others can write to is not used", async () => {
 	await loadOnce(agentDir, tmp);
 	assert.deepEqual(readdirSync(cache), [], "the extension still loads, uncached");
 	assert.deepEqual(readdirSync(tmp), [], "and not cached in TMPDIR either");
+});
+
+test("jiti and babel load with the code caches the install wrote, and load without them too", () => {
+	// A fresh Node, as the host is: the caches are V8's, checked against this Node's flags.
+	const load = (extraSetup) =>
+		spawnSync(
+			process.execPath,
+			[
+				"--input-type=module",
+				"-e",
+				`${extraSetup}
+				const { newJiti } = await import(${JSON.stringify(new URL("../lib/packages.mjs", import.meta.url).href)});
+				const { codeCacheUse } = await import(${JSON.stringify(new URL("../lib/code-cache.mjs", import.meta.url).href)});
+				const jiti = await newJiti(false);
+				const factory = await jiti.import(${JSON.stringify(BASIC)}, { default: true });
+				console.log(JSON.stringify({ loaded: typeof factory, use: codeCacheUse() }));`,
+			],
+			{ encoding: "utf8", env: { ...process.env, PI_CODING_AGENT_DIR: "" } },
+		);
+	const withCaches = load("");
+	assert.equal(withCaches.status, 0, withCaches.stderr);
+	const report = JSON.parse(withCaches.stdout);
+	assert.equal(report.loaded, "function", "basic.ts transpiled and evaluated");
+	const uses = Object.entries(report.use).map(([file, use]) => [file.split("/").pop(), use]);
+	assert.deepEqual(uses, [["jiti.cjs", "used"], ["babel.cjs", "used"]], "both caches accepted by V8");
+
+	// Without caches (a changed file, another install) the same code compiles as usual.
+	const stale = load(`const fs = await import("node:fs");
+		const realRead = fs.readFileSync;
+		fs.default.readFileSync = (path, ...rest) => {
+			if (String(path).endsWith(".tau-code-cache")) throw Object.assign(new Error("gone"), { code: "ENOENT" });
+			return realRead(path, ...rest);
+		};
+		(await import("node:module")).syncBuiltinESMExports();`);
+	assert.equal(stale.status, 0, stale.stderr);
+	const staleReport = JSON.parse(stale.stdout);
+	assert.equal(staleReport.loaded, "function");
+	assert.deepEqual(Object.values(staleReport.use), ["none", "none"]);
 });
