@@ -1,7 +1,7 @@
 // Owns the process's real stdout. tau reads protocol frames from it, so this module keeps a
 // private handle to it and points every other writer (process.stdout.write, console.log & co.)
 // at stderr, which tau copies to its own stderr with the extension's name in front. It must be the
-// first module host.mjs imports: anything that runs before it could still reach the real stdout.
+// first module lib/main.mjs imports: anything that runs before it could still reach the real stdout.
 
 import { Console } from "node:console";
 

@@ -1,0 +1,127 @@
+// tau's Node extension host: runs pi 0.79 TypeScript/JavaScript extensions unmodified and speaks
+// tau's extension protocol (docs/extensions.md) for them on stdin/stdout. This module owns the
+// process: stdout protection, crash containment, and routing each incoming frame. host.mjs
+// starts it, from its install-time bundle when that is current (lib/host.bundle.mjs).
+
+import "./stdout-guard.mjs";
+import module from "node:module";
+import { fileURLToPath } from "node:url";
+import { privateCacheDir } from "./cache.mjs";
+import { executeTool, dispatchEvent, prepareArguments, runCommand } from "./dispatch.mjs";
+import { canRequireEsm, preloadTheme } from "./packages.mjs";
+import { Host } from "./runtime.mjs";
+import { cancelAllScopes, cancelScope, closeScope, openScope } from "./scope.mjs";
+import { closeAllDialogs, settleDialog } from "./ui.mjs";
+import { errorMessage, readFrames, rejectAllPending, respond, respondError, send, settleResponse } from "./wire.mjs";
+
+// jiti and pi's packages are imported later, dynamically; on Node >= 22.1 their compiled code
+// is then cached on disk between runs (a no-op on Node 20, which lacks the API). Node's default
+// folder is in the shared temp directory, where another user could plant compiled code, so the
+// cache is used only in a private folder of the agent directory.
+if (module.enableCompileCache) {
+	const compileCache = privateCacheDir(process.env.PI_CODING_AGENT_DIR, "node-compile");
+	if (compileCache) module.enableCompileCache(compileCache);
+}
+
+// The host as tau started it (errors not traced to an extension are the host's), whether this
+// module runs from its file or from the bundle beside it.
+const HOST_PATH = fileURLToPath(new URL("../host.mjs", import.meta.url));
+const host = new Host();
+
+let initialized;
+// Frames that need extension code wait for this; on Node without require(esm) it also covers
+// importing pi's theme, which ctx.ui.theme must hand out synchronously.
+let ready;
+
+// pi would die here; tau's host reports the error against the extension whose code threw and
+// keeps serving the others.
+function contain(err) {
+	const extension = host.attribute(err) ?? HOST_PATH;
+	try {
+		send({ type: "extension_error", extension, event: "uncaught", error: errorMessage(err) });
+	} catch {
+		// stdout is gone; the stdout guard exits the process.
+	}
+	process.stderr.write(`${err instanceof Error && err.stack ? err.stack : String(err)}\n`);
+}
+process.on("uncaughtException", contain);
+process.on("unhandledRejection", contain);
+
+function exit() {
+	cancelAllScopes();
+	closeAllDialogs();
+	rejectAllPending("Extension host is shutting down");
+	process.exit(0);
+}
+
+/**
+ * Answers a tau request once `work` settles; `state` has already been applied. An `event`
+ * without an id is one tau does not wait for (a token's `message_update`): it runs, unanswered.
+ */
+function serve(frame, kind, work) {
+	const scope = openScope(frame.id, kind);
+	const done = Promise.resolve(ready).then(() => work(scope));
+	if (frame.id === undefined) {
+		done.catch(() => {}).finally(() => closeScope(scope));
+		return;
+	}
+	done
+		.then(
+			(result) => respond(frame.id, result),
+			(err) => respondError(frame.id, err),
+		)
+		.finally(() => closeScope(scope));
+}
+
+// A write to a model object an extension was handed (docs/extensions.md §4 `update_model`).
+host.mirror.onModelWrite = (provider, modelId, patch) =>
+	send({ type: "action", extension: HOST_PATH, action: "update_model", provider, modelId, patch });
+
+function onFrame(frame) {
+	// State rides on the frame that needs it, so it is applied before anything reads it, and in
+	// arrival order even though requests then run concurrently.
+	if (frame.state && frame.type !== "initialize") host.mirror.apply(frame.state);
+	switch (frame.type) {
+		case "initialize":
+			if (initialized) return respondError(frame.id, new Error("Already initialized"));
+			initialized = host.initialize(frame);
+			ready = initialized.then(() => (canRequireEsm ? undefined : preloadTheme())).catch(() => {});
+			initialized.then(
+				(result) => respond(frame.id, result),
+				(err) => respondError(frame.id, err),
+			);
+			return;
+		case "reinitialize": {
+			const renewed = Promise.resolve(ready).then(() => host.reinitialize(frame));
+			ready = renewed.catch(() => {});
+			renewed.then(
+				(result) => respond(frame.id, result),
+				(err) => respondError(frame.id, err),
+			);
+			return;
+		}
+		case "flags":
+			return void Promise.resolve(initialized).then(() => host.setFlags(frame));
+		case "event":
+			return serve(frame, "event", (scope) => dispatchEvent(host, host.requireInstance(frame.extension), frame.event ?? {}, scope));
+		case "execute_tool":
+			return serve(frame, "execute_tool", (scope) => executeTool(host, host.requireInstance(frame.extension), frame, scope));
+		case "prepare_arguments":
+			return serve(frame, "prepare_arguments", () => prepareArguments(host.requireInstance(frame.extension), frame));
+		case "run_command":
+			return serve(frame, "run_command", (scope) => runCommand(host, host.requireInstance(frame.extension), frame, scope));
+		case "cancel":
+			return cancelScope(frame.id);
+		case "ui_response":
+			return settleDialog(frame);
+		case "response":
+			return void settleResponse(frame);
+		case "shutdown":
+			return exit();
+		default:
+			// Unknown frame types are ignored so a later protocol version can add them.
+			return;
+	}
+}
+
+readFrames(onFrame, exit);
