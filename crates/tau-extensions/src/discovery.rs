@@ -1,11 +1,13 @@
 //! Which extensions a run loads, in what order, and how each is started (ext §1.1–1.3,
 //! `docs/extensions.md` §1): `-e` entries first, then the project's auto directories (when the
 //! project is trusted), then the user's; paths made canonical, the first occurrence kept.
-//! pi packages load too when already on disk (settings `packages`, `-e npm:…`); none is installed.
+//! pi packages load too when already on disk (settings `packages`, `-e npm:…`, `-e <package
+//! folder>`); none is installed here (`tau install` does that: `crate::packages`).
 
 use std::path::{Path, PathBuf};
 
 use tau_resources::filter::{self, Filter};
+use tau_resources::packages::PackageSource;
 
 /// How an entry is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +28,18 @@ pub struct Entry {
     pub source: &'static str,
     /// `sourceInfo.scope`: `temporary`, `project`, `user`.
     pub scope: &'static str,
+    /// Set for an extension of a settings package: pi reports it with the package's source
+    /// string, `origin: "package"` and the package's folder.
+    pub package: Option<PackageOrigin>,
+}
+
+/// The package a settings-listed extension came from, as `sourceInfo` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageOrigin {
+    /// The source as the settings give it.
+    pub source: String,
+    /// The package's folder (`sourceInfo.baseDir`).
+    pub base_dir: PathBuf,
 }
 
 /// Why an entry could not be resolved; the text follows ext §1.6.
@@ -79,6 +93,16 @@ pub fn discover(sources: &Sources) -> Result<Vec<Entry>, DiscoveryError> {
                 path: shown.clone(),
                 reason: format!("Extension path does not exist: {shown}"),
             });
+        }
+        // A package folder gives what its manifest or resource folders name (nothing, for a
+        // package of skills alone), as pi reads `-e <package>`; a tau extension folder is not
+        // one.
+        if path.is_dir()
+            && !path.join("tau-extension.json").exists()
+            && let Some(found) = package_entries(&path, &Selection::All, "cli", "temporary")
+        {
+            entries.extend(found);
+            continue;
         }
         entries.extend(resolve_explicit(&path, "cli", "temporary")?);
     }
@@ -165,8 +189,8 @@ pub fn package_warnings(sources: &Sources) -> Vec<String> {
 
 fn not_installed(source: &str) -> String {
     format!(
-        "Package {source} is not installed; tau does not install pi packages: install it with pi \
-         (pi install {source}) or npm, or pass its folder with -e"
+        "Package {source} is not installed (tau installs nothing at start-up): run `tau install \
+         {source}` (`-l` for the project's) or `pi install {source}`, or pass its folder with -e"
     )
 }
 
@@ -179,108 +203,6 @@ enum Selection {
     Object,
     /// The object form's `extensions` patterns; `[]` keeps none.
     Patterns(Vec<String>),
-}
-
-/// Where a package comes from (pi's `parseSource`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum PackageSource {
-    /// `npm:<name>[@version]`: the name alone.
-    Npm(String),
-    /// `git:<host>/<path>[@ref]` or a git URL, without `.git` and the ref.
-    Git {
-        host: String,
-        path: String,
-    },
-    Local(String),
-}
-
-impl PackageSource {
-    fn parse(source: &str) -> Self {
-        let trimmed = source.trim();
-        if let Some(spec) = trimmed.strip_prefix("npm:") {
-            let spec = spec.trim();
-            // The version follows the first `@` that does not start a scope.
-            let name = spec
-                .char_indices()
-                .skip(1)
-                .find(|&(_, c)| c == '@')
-                .map_or(spec, |(at, _)| &spec[..at]);
-            return Self::Npm(name.to_string());
-        }
-        parse_git(trimmed).unwrap_or_else(|| Self::Local(source.to_string()))
-    }
-
-    /// Where pi installs it under `root` (`<agentDir>` or `<cwd>/.pi`); `None` for a local path.
-    fn install_dir(&self, root: &Path) -> Option<PathBuf> {
-        match self {
-            // An unsafe name must not reach outside `node_modules`.
-            Self::Npm(name) => {
-                safe_relative(name).then(|| root.join("npm").join("node_modules").join(name))
-            }
-            Self::Git { host, path } => Some(root.join("git").join(host).join(path)),
-            Self::Local(_) => None,
-        }
-    }
-}
-
-/// pi's `parseGitUrl`: with `git:` any shorthand, without it only URLs (and `git@host:path`).
-fn parse_git(source: &str) -> Option<PackageSource> {
-    let (prefixed, url) = match source.strip_prefix("git:") {
-        Some(rest) => (true, rest.trim()),
-        None => (false, source),
-    };
-    let scheme = ["https://", "http://", "ssh://", "git://"]
-        .into_iter()
-        .find(|s| {
-            url.get(..s.len())
-                .is_some_and(|p| p.eq_ignore_ascii_case(s))
-        });
-    let (host, path) = if let Some(scheme) = scheme {
-        let (authority, path) = url[scheme.len()..].split_once('/')?;
-        // Neither the user nor the port is part of the install folder (URL.hostname).
-        let host = authority.rsplit('@').next()?.split(':').next()?;
-        (host.to_ascii_lowercase(), path)
-    } else if let Some(rest) = url.strip_prefix("git@") {
-        let (host, path) = rest.split_once(':')?;
-        (host.to_string(), path)
-    } else if !prefixed {
-        return None;
-    } else if let Some((host, path)) = url.split_once('/')
-        && (host.contains('.') || host == "localhost")
-    {
-        (host.to_string(), path)
-    } else {
-        // hosted-git-info's shorthands: `user/repo` and `github:user/repo` are GitHub's.
-        let (host, path) = [
-            ("github:", "github.com"),
-            ("gitlab:", "gitlab.com"),
-            ("bitbucket:", "bitbucket.org"),
-        ]
-        .into_iter()
-        .find_map(|(prefix, host)| url.strip_prefix(prefix).map(|rest| (host, rest)))
-        .unwrap_or(("github.com", url));
-        let path = path.split(['@', '#']).next()?;
-        if path.matches('/').count() != 1 {
-            return None;
-        }
-        (host.to_string(), path)
-    };
-    let path = path.split(['@', '#']).next()?.trim_matches('/');
-    let path = path.strip_suffix(".git").unwrap_or(path);
-    (safe_relative(&host) && !host.contains('/') && safe_relative(path) && path.contains('/')).then(
-        || PackageSource::Git {
-            host,
-            path: path.to_string(),
-        },
-    )
-}
-
-/// A relative path that stays below its base.
-fn safe_relative(path: &str) -> bool {
-    !path.contains(['\\', '\0'])
-        && path
-            .split('/')
-            .all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
 /// One item of a settings file's `packages`.
@@ -298,6 +220,28 @@ struct ListedPackage {
 impl ListedPackage {
     /// Its entries; none when it is not installed (a local path that does not exist).
     fn entries(&self) -> Vec<Entry> {
+        let mut entries = self.own_entries();
+        let base_dir = match &self.parsed {
+            PackageSource::Local(path) => {
+                let path = absolute(&self.base, path);
+                if path.is_file() {
+                    path.parent().map(Path::to_path_buf).unwrap_or(path)
+                } else {
+                    path
+                }
+            }
+            other => other.install_dir(&self.root).unwrap_or_default(),
+        };
+        for entry in &mut entries {
+            entry.package = Some(PackageOrigin {
+                source: self.source.clone(),
+                base_dir: tau_base::paths::normalize(&base_dir),
+            });
+        }
+        entries
+    }
+
+    fn own_entries(&self) -> Vec<Entry> {
         let (source, scope) = ("package", self.scope);
         let PackageSource::Local(path) = &self.parsed else {
             return self
@@ -336,12 +280,7 @@ fn listed_packages(sources: &Sources) -> Vec<ListedPackage> {
     for (base, root, scope) in files {
         for (source, selection) in packages_in_file(&base.join("settings.json")) {
             let parsed = PackageSource::parse(&source);
-            let identity = match &parsed {
-                PackageSource::Npm(name) => format!("npm:{name}"),
-                PackageSource::Git { host, path } => format!("git:{host}/{path}"),
-                PackageSource::Local(path) => format!("local:{}", absolute(&base, path).display()),
-            };
-            if seen.insert(identity) {
+            if seen.insert(parsed.identity(&base)) {
                 listed.push(ListedPackage {
                     source,
                     parsed,
@@ -600,6 +539,7 @@ fn file_entry(path: &Path, source: &'static str, scope: &'static str) -> Entry {
         launch,
         source,
         scope,
+        package: None,
     }
 }
 
@@ -676,6 +616,7 @@ fn tau_manifest(dir: &Path, source: &'static str, scope: &'static str) -> Option
         launch: Launch::Program { program, args },
         source,
         scope,
+        package: None,
     })
 }
 
@@ -1068,12 +1009,12 @@ mod tests {
         assert_eq!(
             package_warnings(&sources),
             [
-                "Package npm:absent@1.0.0 is not installed; tau does not install pi packages: \
-                 install it with pi (pi install npm:absent@1.0.0) or npm, or pass its folder \
-                 with -e",
-                "Package git:github.com/u/gone is not installed; tau does not install pi packages: \
-                 install it with pi (pi install git:github.com/u/gone) or npm, or pass its folder \
-                 with -e",
+                "Package npm:absent@1.0.0 is not installed (tau installs nothing at start-up): \
+                 run `tau install npm:absent@1.0.0` (`-l` for the project's) or `pi install \
+                 npm:absent@1.0.0`, or pass its folder with -e",
+                "Package git:github.com/u/gone is not installed (tau installs nothing at \
+                 start-up): run `tau install git:github.com/u/gone` (`-l` for the project's) or \
+                 `pi install git:github.com/u/gone`, or pass its folder with -e",
             ]
         );
         sources.no_discovery = true;
@@ -1094,7 +1035,7 @@ mod tests {
         let mut sources = Sources {
             cli: vec![
                 "npm:installed".into(),
-                "git@example.com:org/repo.git@main".into(),
+                "git:git@example.com:org/repo.git@main".into(),
             ],
             cwd: tmp.path().to_path_buf(),
             agent_dir: agent.clone(),
@@ -1117,9 +1058,9 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(
             err,
-            "Failed to load extension \"npm:missing\": Package npm:missing is not installed; tau \
-             does not install pi packages: install it with pi (pi install npm:missing) or npm, or \
-             pass its folder with -e"
+            "Failed to load extension \"npm:missing\": Package npm:missing is not installed (tau \
+             installs nothing at start-up): run `tau install npm:missing` (`-l` for the \
+             project's) or `pi install npm:missing`, or pass its folder with -e"
         );
     }
 
@@ -1140,7 +1081,8 @@ mod tests {
             git("host.example/g/sub/r")
         );
         assert_eq!(dir("ssh://git@host.example/u/r"), git("host.example/u/r"));
-        assert_eq!(dir("git@github.com:u/r.git"), git("github.com/u/r"));
+        // Without `git:` pi reads an scp-style address as a local path.
+        assert_eq!(dir("git@github.com:u/r.git"), None);
         assert_eq!(dir("git:git@github.com:u/r@main"), git("github.com/u/r"));
         // Local paths, and git sources that would leave the install folder, install nowhere.
         assert_eq!(dir("./pkgs/x"), None);

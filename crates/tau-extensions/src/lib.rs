@@ -5,12 +5,13 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod discovery;
+pub mod packages;
 mod process;
 mod runner;
 mod tool;
 pub mod trust;
 
-pub use discovery::{DiscoveryError, Entry, Launch, Sources, discover};
+pub use discovery::{DiscoveryError, Entry, Launch, PackageOrigin, Sources, discover};
 pub use process::CallError;
 pub use runner::{
     ActionApplier, ActionRequest, CommandInfo, EntriesSince, Extension, Extensions, LoadConfig,

@@ -175,6 +175,8 @@ pub struct Extension {
     pub path: String,
     pub source: &'static str,
     pub scope: &'static str,
+    /// The settings package it came from.
+    pub package: Option<crate::discovery::PackageOrigin>,
     /// Shared, because the set is copied out for every dispatch (once per token for a
     /// `message_update` watcher) and manifests carry whole JSON Schemas.
     pub manifest: Arc<Manifest>,
@@ -197,6 +199,8 @@ pub struct CommandInfo {
     pub extension: String,
     pub source: &'static str,
     pub scope: &'static str,
+    /// The settings package of its extension.
+    pub package: Option<crate::discovery::PackageOrigin>,
 }
 
 /// A dialog or display request on its way to the RPC client.
@@ -403,6 +407,7 @@ impl Extensions {
                     path,
                     source: entries[member].source,
                     scope: entries[member].scope,
+                    package: entries[member].package.clone(),
                     manifest: Arc::new(manifest),
                     process: index,
                 });
@@ -791,6 +796,7 @@ impl Extensions {
                     extension: extension.path.clone(),
                     source: extension.source,
                     scope: extension.scope,
+                    package: extension.package.clone(),
                 });
             }
         }

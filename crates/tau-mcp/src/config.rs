@@ -10,10 +10,37 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 /// One configured server, by the name its tools are prefixed with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct McpServer {
     pub name: String,
     pub config: ServerConfig,
+    /// What `${VAR}` expansion put into the entry (in `command`, `args`, `cwd`, `url`, `env`
+    /// or `headers`): values from the environment, which may be tokens. With the entry's
+    /// env and header values they are kept out of every message about the server
+    /// (decision T96).
+    pub expanded: Vec<String>,
+}
+
+impl McpServer {
+    /// A server without `${VAR}` expansions (tests, callers that build configurations).
+    pub fn new(name: impl Into<String>, config: ServerConfig) -> Self {
+        Self {
+            name: name.into(),
+            config,
+            expanded: Vec::new(),
+        }
+    }
+}
+
+// The expanded values are as secret as env values: Debug names only how many there are.
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .field("expanded", &self.expanded.len())
+            .finish()
+    }
 }
 
 /// How to reach a server.
@@ -167,10 +194,19 @@ pub fn parse_config_document(
 pub fn parse_servers(servers: &Map<String, Value>, env: EnvLookup<'_>) -> ParsedServers {
     let mut parsed = ParsedServers::default();
     for (name, entry) in servers {
-        match parse_entry(name, entry, env) {
+        let mut expanded = Vec::new();
+        match parse_entry(
+            name,
+            entry,
+            &mut Expander {
+                env,
+                expanded: &mut expanded,
+            },
+        ) {
             Ok(config) => parsed.servers.push(McpServer {
                 name: name.clone(),
                 config,
+                expanded,
             }),
             Err(reason) => parsed.errors.push(ConfigError {
                 server: name.clone(),
@@ -201,10 +237,16 @@ where
     merged
 }
 
+/// `${VAR}` expansion that remembers what it put in.
+struct Expander<'a, 'b> {
+    env: EnvLookup<'a>,
+    expanded: &'b mut Vec<String>,
+}
+
 fn parse_entry(
     name: &str,
     entry: &Value,
-    env: EnvLookup<'_>,
+    env: &mut Expander<'_, '_>,
 ) -> Result<ServerConfig, ConfigErrorReason> {
     if name.is_empty() {
         return Err(ConfigErrorReason::EmptyName);
@@ -231,7 +273,7 @@ fn parse_entry(
 
 fn parse_stdio(
     entry: &Map<String, Value>,
-    env: EnvLookup<'_>,
+    env: &mut Expander<'_, '_>,
 ) -> Result<ServerConfig, ConfigErrorReason> {
     let command = optional_string(entry, "command")?.ok_or(ConfigErrorReason::Missing {
         kind: "stdio",
@@ -282,7 +324,7 @@ fn parse_stdio(
 
 fn parse_http(
     entry: &Map<String, Value>,
-    env: EnvLookup<'_>,
+    env: &mut Expander<'_, '_>,
     transport: HttpTransport,
 ) -> Result<ServerConfig, ConfigErrorReason> {
     let url = optional_string(entry, "url")?.ok_or(ConfigErrorReason::Missing {
@@ -327,7 +369,7 @@ fn optional_string(
 fn string_map(
     entry: &Map<String, Value>,
     field: &str,
-    env: EnvLookup<'_>,
+    env: &mut Expander<'_, '_>,
 ) -> Result<BTreeMap<String, String>, ConfigErrorReason> {
     match entry.get(field) {
         None | Some(Value::Null) => Ok(BTreeMap::new()),
@@ -354,8 +396,21 @@ fn string_map(
     }
 }
 
-fn expand(text: &str, field: &str, env: EnvLookup<'_>) -> Result<String, ConfigErrorReason> {
-    expand_variables(text, env).map_err(|variable| ConfigErrorReason::MissingVariable {
+fn expand(
+    text: &str,
+    field: &str,
+    env: &mut Expander<'_, '_>,
+) -> Result<String, ConfigErrorReason> {
+    let lookup = env.env;
+    let expanded = &mut *env.expanded;
+    expand_with(text, &mut |name| {
+        let value = lookup(name);
+        if let Some(value) = &value {
+            expanded.push(value.clone());
+        }
+        value
+    })
+    .map_err(|variable| ConfigErrorReason::MissingVariable {
         field: field.to_string(),
         variable,
     })
@@ -365,6 +420,10 @@ fn expand(text: &str, field: &str, env: EnvLookup<'_>) -> Result<String, ConfigE
 /// empty string) gives its value, an unset one its default; `$VAR`, `${}` and an unclosed
 /// `${` stay as written. `Err` names the first variable that is unset without a default.
 pub fn expand_variables(text: &str, env: EnvLookup<'_>) -> Result<String, String> {
+    expand_with(text, &mut |name| env(name))
+}
+
+fn expand_with(text: &str, env: &mut dyn FnMut(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {

@@ -1,7 +1,7 @@
 //! One live connection to one server: the transport (a child process or Streamable HTTP),
-//! rmcp's client service over it, the notifications it receives (progress, tool list
-//! changes), one `tools/call` with deadline, progress and cancellation, and closing it so
-//! that no process is left behind.
+//! rmcp's client service over it, the notifications it receives (progress, tool and prompt
+//! list changes), one `tools/call` with deadline, progress and cancellation, `prompts/get`,
+//! and closing it so that no process is left behind.
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
@@ -14,8 +14,8 @@ use process_wrap::tokio::{CommandWrap, KillOnDrop};
 use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, Implementation, ProgressNotificationParam, ProtocolVersion,
-    Request, RequestId, ServerResult, Tool,
+    ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResult, Implementation,
+    ProgressNotificationParam, Prompt, ProtocolVersion, Request, RequestId, ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -29,6 +29,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{HttpConfig, ServerConfig, StdioConfig};
+use crate::redact::Redactor;
 
 /// How many of a server's last stderr lines are kept for its failure message.
 const STDERR_TAIL_LINES: usize = 10;
@@ -41,6 +42,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(8);
 struct Handler {
     progress: ProgressDispatcher,
     tools_stale: Arc<AtomicBool>,
+    prompts_stale: Arc<AtomicBool>,
     /// Wakes the manager's relisting task; a permit is kept when nobody waits yet.
     tools_changed: Arc<Notify>,
     info: ClientConfig,
@@ -57,6 +59,11 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_stale.store(true, Ordering::SeqCst);
+        self.tools_changed.notify_one();
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.prompts_stale.store(true, Ordering::SeqCst);
         self.tools_changed.notify_one();
     }
 
@@ -90,6 +97,7 @@ pub(crate) struct Connection {
     peer: Peer<RoleClient>,
     progress: ProgressDispatcher,
     tools_stale: Arc<AtomicBool>,
+    prompts_stale: Arc<AtomicBool>,
     tools_changed: Arc<Notify>,
     /// Cancels rmcp's service loop, which then closes the transport.
     service_cancel: CancellationToken,
@@ -102,6 +110,8 @@ pub(crate) struct ConnectParams<'a> {
     pub client_name: &'a str,
     pub client_version: &'a str,
     pub startup_timeout: Duration,
+    /// Hides the server's secrets in the stderr lines it logs.
+    pub redactor: Arc<Redactor>,
 }
 
 impl Connection {
@@ -116,10 +126,12 @@ impl Connection {
         F: FnOnce(String) + Send + 'static,
     {
         let tools_stale = Arc::new(AtomicBool::new(false));
+        let prompts_stale = Arc::new(AtomicBool::new(false));
         let tools_changed = Arc::new(Notify::new());
         let handler = Handler {
             progress: ProgressDispatcher::new(),
             tools_stale: tools_stale.clone(),
+            prompts_stale: prompts_stale.clone(),
             tools_changed: tools_changed.clone(),
             // Pinned to the newest version that still has the `initialize` handshake: the
             // servers people run speak it, and with it a server may send progress and
@@ -140,7 +152,11 @@ impl Connection {
             ServerConfig::Stdio(stdio) => {
                 let (transport, pid, stderr) = spawn_child(stdio)?;
                 if let Some(stderr) = stderr {
-                    stderr_task = Some(tokio::spawn(collect_stderr(stderr, stderr_tail.clone())));
+                    stderr_task = Some(tokio::spawn(collect_stderr(
+                        stderr,
+                        stderr_tail.clone(),
+                        params.redactor.clone(),
+                    )));
                 }
                 let guard = ProcessGuard::new(pid, service_cancel.clone());
                 let serving = tokio::time::timeout(
@@ -208,6 +224,7 @@ impl Connection {
             peer,
             progress: handler.progress,
             tools_stale,
+            prompts_stale,
             tools_changed,
             service_cancel,
             monitor: Mutex::new(Some(monitor)),
@@ -231,7 +248,57 @@ impl Connection {
         self.tools_stale.load(Ordering::SeqCst)
     }
 
-    /// Signalled on each `tools/list_changed`, and the token cancelled when the connection
+    /// Whether a `prompts/list_changed` arrived since the last [`Connection::list_prompts`].
+    pub(crate) fn prompts_stale(&self) -> bool {
+        self.prompts_stale.load(Ordering::SeqCst)
+    }
+
+    /// Whether the server said in its handshake that it offers prompts.
+    pub(crate) fn has_prompts(&self) -> bool {
+        self.peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.prompts.is_some())
+    }
+
+    /// Every prompt, following `nextCursor` to the last page.
+    pub(crate) async fn list_prompts(&self, timeout: Duration) -> Result<Vec<Prompt>, CallError> {
+        self.prompts_stale.store(false, Ordering::SeqCst);
+        match tokio::time::timeout(timeout, self.peer.list_all_prompts()).await {
+            Ok(Ok(prompts)) => Ok(prompts),
+            Ok(Err(error)) => {
+                self.prompts_stale.store(true, Ordering::SeqCst);
+                Err(service_error(error))
+            }
+            Err(_) => {
+                self.prompts_stale.store(true, Ordering::SeqCst);
+                Err(CallError::Timeout(timeout))
+            }
+        }
+    }
+
+    /// One `prompts/get`; `cancel` gives up at once ([`CallError::Aborted`]).
+    pub(crate) async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<GetPromptResult, CallError> {
+        let mut params = GetPromptRequestParams::new(name.to_string());
+        if !arguments.is_empty() {
+            params = params.with_arguments(arguments);
+        }
+        tokio::select! {
+            () = cancel.cancelled() => Err(CallError::Aborted),
+            answer = tokio::time::timeout(timeout, self.peer.get_prompt(params)) => match answer {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(error)) => Err(service_error(error)),
+                Err(_) => Err(CallError::Timeout(timeout)),
+            },
+        }
+    }
+
+    /// Signalled on each `tools/list_changed` or `prompts/list_changed`, and the token cancelled when the connection
     /// ends: what a task that relists the tools waits on.
     pub(crate) fn tool_changes(&self) -> (Arc<Notify>, CancellationToken) {
         (self.tools_changed.clone(), self.service_cancel.clone())
@@ -424,9 +491,15 @@ async fn settle_stderr(task: &mut Option<JoinHandle<()>>) {
     }
 }
 
-async fn collect_stderr(stderr: ChildStderr, tail: Arc<Mutex<VecDeque<String>>>) {
+async fn collect_stderr(
+    stderr: ChildStderr,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    redactor: Arc<Redactor>,
+) {
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
+        // A server may print what it was given; nothing of it is kept unredacted.
+        let line = redactor.redact_owned(line);
         tracing::debug!(target: "tau_mcp::stderr", "{line}");
         let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
         if tail.len() == STDERR_TAIL_LINES {

@@ -1,17 +1,21 @@
 //! MCP servers as tools, through the official Rust SDK (`rmcp`): the `mcpServers`
 //! configuration ([`config`]), the servers' connections and lifecycle ([`McpManager`]), and
-//! each server tool as a `tau_agent::AgentTool` ([`McpTool`]) named by [`names`].
+//! each server tool as a `tau_agent::AgentTool` ([`McpTool`]) named by [`names`], each
+//! server prompt as a command ([`prompt`]), and what is said about a server kept free of its
+//! secrets ([`redact`]).
 //!
 //! The session builds the server list (choosing which configuration layers are trusted),
 //! starts an [`McpManager`], reads [`McpManager::current_tools`] (kept fresh: a server that
 //! announces `tools/list_changed` is listed again at once) whenever it lists its tools and
 //! before each model call, and calls [`McpManager::shutdown`] when it ends. Decisions T86
-//! and T90 in `docs/decisions.md`.
+//! and T90, T95 and T96 in `docs/decisions.md`.
 
 pub mod config;
 mod connection;
 mod manager;
 pub mod names;
+pub mod prompt;
+pub mod redact;
 mod tool;
 
 pub use config::{
@@ -21,4 +25,6 @@ pub use config::{
 };
 pub use manager::{McpError, McpManager, McpOptions, ServerState, ServerStatus};
 pub use names::{MAX_TOOL_NAME_LEN, NameAllocator, base_tool_name, is_valid_tool_name, sanitize};
+pub use prompt::{ExpandedPrompt, McpPrompt, PromptArgumentInfo, PromptError};
+pub use redact::Redactor;
 pub use tool::{McpTool, map_result};

@@ -1,12 +1,13 @@
 //! The servers of a session: starting them in parallel, their state, waiting for one still
 //! starting, restarting one that failed or died (on the next call, a bounded number of
-//! times), re-listing tools after `tools/list_changed`, and shutting everything down.
+//! times), re-listing tools and prompts after a list change, getting a prompt, and shutting
+//! everything down. Every message about a server passes its [`Redactor`] first.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, Tool};
+use rmcp::model::{CallToolResult, Prompt, Tool};
 use serde_json::{Map, Value};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
@@ -16,6 +17,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{HttpTransport, McpServer, ServerConfig};
 use crate::connection::{CallError, ConnectParams, Connection, Progress};
 use crate::names::NameAllocator;
+use crate::prompt::{ExpandedPrompt, McpPrompt, PromptError, command_name, map_prompt};
+use crate::redact::Redactor;
 use crate::tool::McpTool;
 
 /// Settings of the manager (from tau's settings; the defaults are Claude Code's).
@@ -110,6 +113,10 @@ pub(crate) struct Server {
     restarts: AtomicU32,
     /// The last listed tools: kept while the server is down, so that calling one restarts it.
     tools: Mutex<Option<Vec<Tool>>>,
+    /// The last listed prompts (none when the server offers none).
+    prompts: Mutex<Vec<Prompt>>,
+    /// Hides the server's env and header values in every message about it.
+    pub(crate) redactor: Arc<Redactor>,
     events: broadcast::Sender<ServerStatus>,
     shutdown: CancellationToken,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -139,6 +146,7 @@ impl McpManager {
         let servers: Vec<Arc<Server>> = servers
             .into_iter()
             .map(|server| {
+                let redactor = Arc::new(Redactor::for_server(&server));
                 let (slot, _) = watch::channel(Slot {
                     generation: 0,
                     phase: Phase::Starting,
@@ -150,6 +158,8 @@ impl McpManager {
                     slot,
                     restarts: AtomicU32::new(0),
                     tools: Mutex::new(None),
+                    prompts: Mutex::new(Vec::new()),
+                    redactor,
                     events: events.clone(),
                     shutdown: CancellationToken::new(),
                     tasks: Mutex::new(Vec::new()),
@@ -234,6 +244,64 @@ impl McpManager {
             }
         }
         tools
+    }
+
+    /// The prompts of every server as last listed, each as its command
+    /// (`mcp:<server>:<prompt>`, see [`crate::prompt`]); a second prompt whose command would
+    /// repeat one gets `_2`, `_3`, ….
+    pub fn current_prompts(&self) -> Vec<McpPrompt> {
+        let mut taken = std::collections::HashSet::new();
+        let mut prompts = Vec::new();
+        for server in self.servers.iter() {
+            let listed = server
+                .prompts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            for prompt in listed {
+                let base = command_name(&server.name, &prompt.name);
+                let mut command = base.clone();
+                let mut counter = 2u64;
+                while !taken.insert(command.clone()) {
+                    command = format!("{base}_{counter}");
+                    counter += 1;
+                }
+                prompts.push(McpPrompt::new(&server.name, command, &prompt));
+            }
+        }
+        prompts
+    }
+
+    /// The prompt whose command is `command` (without the slash).
+    pub fn prompt(&self, command: &str) -> Option<McpPrompt> {
+        if !command.starts_with(crate::prompt::COMMAND_PREFIX) {
+            return None;
+        }
+        self.current_prompts()
+            .into_iter()
+            .find(|prompt| prompt.command == command)
+    }
+
+    /// `prompts/get` of `prompt` with `arguments`, within the request deadline (a server
+    /// starting is waited for, one down is started again as for a call); `cancel` gives up.
+    pub async fn get_prompt(
+        &self,
+        prompt: &McpPrompt,
+        arguments: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Result<ExpandedPrompt, PromptError> {
+        let failed = |message: String| PromptError::Server {
+            command: prompt.command.clone(),
+            message,
+        };
+        let server = self
+            .server(&prompt.server)
+            .map_err(|error| failed(error.to_string()))?;
+        server
+            .get_prompt(&prompt.name, arguments, cancel)
+            .await
+            .map(map_prompt)
+            .map_err(failed)
     }
 
     /// Whether any server is still starting.
@@ -355,6 +423,7 @@ impl Server {
             client_name: &self.options.client_name,
             client_version: &self.options.client_version,
             startup_timeout: self.options.startup_timeout,
+            redactor: self.redactor.clone(),
         };
         let on_closed = move |message: String| {
             if let Some(server) = weak.upgrade() {
@@ -368,16 +437,23 @@ impl Server {
         };
         let outcome = match established {
             Ok(connection) => {
-                let listed = tokio::select! {
+                // Both lists at once: the prompts cost the start no extra round trip.
+                let (listed, prompts) = tokio::select! {
                     () = self.shutdown.cancelled() => {
                         connection.close().await;
                         return;
                     }
-                    listed = connection.list_tools(self.options.request_timeout) => listed,
+                    lists = async {
+                        tokio::join!(
+                            connection.list_tools(self.options.request_timeout),
+                            self.fetch_prompts(&connection),
+                        )
+                    } => lists,
                 };
                 match listed {
                     Ok(tools) => {
                         *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = Some(tools);
+                        *self.prompts.lock().unwrap_or_else(PoisonError::into_inner) = prompts;
                         Ok(connection)
                     }
                     Err(error) => {
@@ -388,6 +464,7 @@ impl Server {
             }
             Err(message) => Err(message),
         };
+        let outcome = outcome.map_err(|message| self.redactor.redact_owned(message));
         let mut superseded = None;
         let changed = self.slot.send_if_modified(|slot| {
             if slot.generation != generation || !matches!(slot.phase, Phase::Starting) {
@@ -433,6 +510,7 @@ impl Server {
                     return;
                 };
                 server.refresh_tools().await;
+                server.refresh_prompts().await;
             }
         });
         let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
@@ -441,6 +519,7 @@ impl Server {
     }
 
     fn connection_lost(&self, generation: u64, message: String) {
+        let message = self.redactor.redact_owned(message);
         let changed = self.slot.send_if_modified(|slot| {
             if slot.generation != generation || !matches!(slot.phase, Phase::Ready(_)) {
                 return false;
@@ -553,6 +632,58 @@ impl Server {
         }
     }
 
+    /// The prompts of a server that offers them; a failure leaves it without prompts (its
+    /// tools still work).
+    async fn fetch_prompts(&self, connection: &Connection) -> Vec<Prompt> {
+        if !connection.has_prompts() {
+            return Vec::new();
+        }
+        match connection.list_prompts(self.options.request_timeout).await {
+            Ok(prompts) => prompts,
+            Err(error) => {
+                let error = self.redactor.redact_owned(error.to_string());
+                tracing::warn!(server = %self.name, "prompts/list failed: {error}");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Lists the prompts again when the server said they changed.
+    async fn refresh_prompts(&self) {
+        let Phase::Ready(connection) = self.slot.borrow().phase.clone() else {
+            return;
+        };
+        if connection.prompts_stale() && !connection.is_closed() {
+            let prompts = self.fetch_prompts(&connection).await;
+            *self.prompts.lock().unwrap_or_else(PoisonError::into_inner) = prompts;
+        }
+    }
+
+    async fn get_prompt(
+        self: &Arc<Self>,
+        name: &str,
+        arguments: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Result<rmcp::model::GetPromptResult, String> {
+        let timeout = self.options.request_timeout;
+        let deadline = Instant::now() + timeout;
+        let connection = tokio::select! {
+            () = cancel.cancelled() => return Err(CallError::Aborted.to_string()),
+            connection = self.connection(deadline) => connection.map_err(|error| error.to_string())?,
+        };
+        let remaining = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        connection
+            .get_prompt(name, arguments, remaining, cancel)
+            .await
+            .map_err(|error| match error {
+                CallError::Timeout(_) => format!("timed out after {} ms", timeout.as_millis()),
+                other => other.to_string(),
+            })
+            .map_err(|message| self.redactor.redact_owned(message))
+    }
+
     pub(crate) async fn call(
         self: &Arc<Self>,
         tool: &str,
@@ -570,7 +701,7 @@ impl Server {
         let remaining = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
-        connection
+        let result = connection
             .call_tool(tool, arguments, remaining, cancel, on_progress)
             .await
             .map_err(|error| match error {
@@ -586,7 +717,8 @@ impl Server {
                     timeout.as_millis()
                 ),
                 other => format!("MCP server \"{}\": {other}", self.name),
-            })
+            });
+        result.map_err(|message| self.redactor.redact_owned(message))
     }
 
     async fn stop(&self) {

@@ -115,7 +115,9 @@ impl AgentTool for McpTool {
                 .server
                 .call(&self.remote_name, arguments, &context.cancel, on_progress)
                 .await?;
-            map_result(result)
+            // An error result is a message about the server: its secrets stay out of it. A
+            // successful one is the server's answer and goes as it is (decision T96).
+            map_result(result).map_err(|message| self.server.redactor.redact_owned(message))
         })
     }
 }
@@ -154,7 +156,7 @@ pub fn map_result(result: CallToolResult) -> Result<AgentToolResult, String> {
     })
 }
 
-fn map_block(block: ContentBlock) -> UserContentBlock {
+pub(crate) fn map_block(block: ContentBlock) -> UserContentBlock {
     match block {
         ContentBlock::Text(content) => text(content.text),
         ContentBlock::Image(image) => UserContentBlock::Image(ImageContent {

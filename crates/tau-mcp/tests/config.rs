@@ -246,14 +246,16 @@ fn config_documents() {
 
 #[test]
 fn higher_layers_replace_whole_entries() {
-    let server = |name: &str, command: &str| McpServer {
-        name: name.into(),
-        config: ServerConfig::Stdio(StdioConfig {
-            command: command.into(),
-            args: Vec::new(),
-            env: BTreeMap::new(),
-            cwd: None,
-        }),
+    let server = |name: &str, command: &str| {
+        McpServer::new(
+            name,
+            ServerConfig::Stdio(StdioConfig {
+                command: command.into(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+                cwd: None,
+            }),
+        )
     };
     let cli = vec![server("b", "cli-b")];
     let project = vec![server("a", "project-a"), server("b", "project-b")];

@@ -25,26 +25,26 @@ fn stdio(name: &str) -> McpServer {
 }
 
 fn stdio_command(name: &str, command: &str, args: &[&str]) -> McpServer {
-    McpServer {
-        name: name.into(),
-        config: ServerConfig::Stdio(StdioConfig {
+    McpServer::new(
+        name,
+        ServerConfig::Stdio(StdioConfig {
             command: command.into(),
             args: args.iter().map(|arg| arg.to_string()).collect(),
             env: BTreeMap::new(),
             cwd: None,
         }),
-    }
+    )
 }
 
 fn http(name: &str, url: &str) -> McpServer {
-    McpServer {
-        name: name.into(),
-        config: ServerConfig::Http(HttpConfig {
+    McpServer::new(
+        name,
+        ServerConfig::Http(HttpConfig {
             url: url.into(),
             headers: BTreeMap::from([("X-Test".to_string(), "1".to_string())]),
             transport: HttpTransport::StreamableHttp,
         }),
-    }
+    )
 }
 
 fn options(request_timeout: Duration) -> McpOptions {

@@ -11,6 +11,10 @@
 //! line's. The project's own folders are read before it is trusted, since skills and templates
 //! are text (decision T54); the paths its settings files list wait for trust, and
 //! `--no-approve` leaves the project out altogether ([`ProjectAccess`]).
+//!
+//! pi packages add theirs ([`packages`]): those of `-e` packages before everything else
+//! (kept under `--no-skills` / `--no-prompt-templates`, as pi keeps them), those of the
+//! settings' `packages` after the agent directory's and before the command line's paths.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod settings;
@@ -18,6 +22,7 @@ pub mod system_prompt;
 
 pub mod filter;
 mod frontmatter;
+pub mod packages;
 pub mod prompts;
 pub mod skills;
 
@@ -44,6 +49,8 @@ pub struct Root {
     listed: bool,
     /// The settings files' patterns this root's files must pass.
     filters: Vec<Arc<Filter>>,
+    /// A package's file: reported with this `sourceInfo` (its `path` replaced).
+    fixed: Option<SourceInfo>,
 }
 
 impl Root {
@@ -56,6 +63,20 @@ impl Root {
             base_dir,
             listed: false,
             filters: Vec::new(),
+            fixed: None,
+        }
+    }
+
+    /// One file a package gives, reported as `info` says.
+    fn package_file(path: PathBuf, scope: &'static str, info: SourceInfo) -> Self {
+        Self {
+            base_dir: path.parent().unwrap_or(&path).to_path_buf(),
+            path,
+            source: "package",
+            scope,
+            listed: true,
+            filters: Vec::new(),
+            fixed: Some(info),
         }
     }
 
@@ -80,6 +101,7 @@ impl Root {
             base_dir: settings_dir.to_path_buf(),
             listed: true,
             filters: vec![filter],
+            fixed: None,
         }
     }
 
@@ -98,10 +120,17 @@ impl Root {
             base_dir,
             listed: false,
             filters: Vec::new(),
+            fixed: None,
         }
     }
 
     fn source_info(&self, file: &Path) -> SourceInfo {
+        if let Some(info) = &self.fixed {
+            return SourceInfo {
+                path: file.display().to_string(),
+                ..info.clone()
+            };
+        }
         SourceInfo {
             path: file.display().to_string(),
             source: self.source.to_string(),
@@ -123,6 +152,9 @@ pub struct ResourceOptions {
     pub no_prompt_templates: bool,
     /// How far the project's own files are read.
     pub project: ProjectAccess,
+    /// `-e` values: those naming a package (a folder with a `pi` manifest or resource
+    /// folders, or an installed `npm:`/`git:` source) give their skills and templates too.
+    pub extension_sources: Vec<String>,
 }
 
 /// How much of the project's own files a session uses (docs/security.md).
@@ -150,6 +182,9 @@ impl ProjectAccess {
 pub struct Resources {
     pub skills: Vec<Skill>,
     pub prompts: Vec<PromptTemplate>,
+    /// Theme files packages give, collected as pi collects them (tau has no terminal UI to
+    /// use them).
+    pub themes: Vec<PathBuf>,
 }
 
 impl Resources {
@@ -185,7 +220,14 @@ impl Resources {
         let (project_prompts, project_prompt_filters) =
             listed(&project_settings, "prompts", "project");
         let (user_prompts, user_prompt_filters) = listed(&user_settings, "prompts", "user");
+        let (cli_packages, settings_packages) = package_roots(agent_dir, cwd, options);
         let mut skill_roots = Vec::new();
+        skill_roots.extend(
+            cli_packages
+                .skills
+                .into_iter()
+                .map(|r| (r, skills::Layout::Own)),
+        );
         if !options.no_skills {
             for root in project_skills {
                 skill_roots.push((root, skills::Layout::Own));
@@ -220,6 +262,12 @@ impl Resources {
                     skills::Layout::Agents,
                 ));
             }
+            skill_roots.extend(
+                settings_packages
+                    .skills
+                    .into_iter()
+                    .map(|r| (r, skills::Layout::Own)),
+            );
         }
         for arg in &options.skills {
             let root = Root::cli(cwd, arg);
@@ -229,7 +277,7 @@ impl Resources {
             skill_roots.push((root, skills::Layout::Own));
         }
 
-        let mut prompt_roots = Vec::new();
+        let mut prompt_roots = cli_packages.prompts;
         if !options.no_prompt_templates {
             prompt_roots.extend(project_prompts);
             if project {
@@ -242,6 +290,7 @@ impl Resources {
             prompt_roots.extend(user_prompts);
             let root = Root::auto(agent_dir.join("prompts"), "user", agent_dir.to_path_buf());
             prompt_roots.push(root.filtered_by(&user_prompt_filters));
+            prompt_roots.extend(settings_packages.prompts);
         }
         for arg in &options.prompt_templates {
             let root = Root::cli(cwd, arg);
@@ -253,9 +302,14 @@ impl Resources {
             }
             prompt_roots.push(root);
         }
+        let mut themes = cli_packages.themes;
+        themes.extend(settings_packages.themes);
+        let mut seen = std::collections::HashSet::new();
+        themes.retain(|t| seen.insert(std::fs::canonicalize(t).unwrap_or_else(|_| t.clone())));
         Self {
             skills: skills::load(&skill_roots),
             prompts: prompts::load(&prompt_roots),
+            themes,
         }
     }
 
@@ -273,6 +327,83 @@ impl Resources {
             failure,
         )
     }
+}
+
+/// The roots of the packages' files, by kind.
+#[derive(Default)]
+struct PackageRoots {
+    skills: Vec<Root>,
+    prompts: Vec<Root>,
+    themes: Vec<PathBuf>,
+}
+
+/// The `-e` packages' files and the settings packages' files, with the `sourceInfo` pi 0.79
+/// reports for each: a settings package's files name its source string, scope and folder; an
+/// `-e` package's skills are the command line's (`cli`, no folder) while its templates name
+/// the package (its absolute path, or its `npm:`/`git:` source).
+fn package_roots(
+    agent_dir: &Path,
+    cwd: &Path,
+    options: &ResourceOptions,
+) -> (PackageRoots, PackageRoots) {
+    let info = |source: String, scope: &str, origin: &str, base: Option<&Path>| SourceInfo {
+        path: String::new(),
+        source,
+        scope: scope.to_string(),
+        origin: origin.to_string(),
+        base_dir: base.map(|b| b.display().to_string()),
+    };
+    let mut cli = PackageRoots::default();
+    for given in &options.extension_sources {
+        let (dir, source) = match packages::PackageSource::parse(given) {
+            packages::PackageSource::Local(path) => {
+                let dir = packages::resolve_local(cwd, &path);
+                let shown = dir.display().to_string();
+                (dir, shown)
+            }
+            remote => match remote.install_dir(agent_dir) {
+                Some(dir) => (dir, given.clone()),
+                None => continue,
+            },
+        };
+        if !dir.is_dir() {
+            continue;
+        }
+        let Some(files) = packages::package_files(&dir, None) else {
+            continue;
+        };
+        let skill = info("cli".into(), "temporary", "top-level", None);
+        let package = info(source, "temporary", "package", Some(&dir));
+        cli.skills.extend(
+            files
+                .skills
+                .into_iter()
+                .map(|f| Root::package_file(f, "temporary", skill.clone())),
+        );
+        cli.prompts.extend(
+            files
+                .prompts
+                .into_iter()
+                .map(|f| Root::package_file(f, "temporary", package.clone())),
+        );
+        cli.themes.extend(files.themes);
+    }
+    let mut listed = PackageRoots::default();
+    let trusted = options.project.trusted();
+    for package in packages::listed_packages(agent_dir, cwd, trusted) {
+        let Some(dir) = package.installed_dir().filter(|d| d.is_dir()) else {
+            continue;
+        };
+        let Some(files) = packages::package_files(&dir, package.filter.as_ref()) else {
+            continue;
+        };
+        let meta = info(package.source.clone(), package.scope, "package", Some(&dir));
+        let root = |f| Root::package_file(f, package.scope, meta.clone());
+        listed.skills.extend(files.skills.into_iter().map(root));
+        listed.prompts.extend(files.prompts.into_iter().map(root));
+        listed.themes.extend(files.themes);
+    }
+    (cli, listed)
 }
 
 /// The project's files and folders that do nothing until the user trusts the project: its

@@ -25,9 +25,15 @@ pub struct PromptTemplate {
 pub fn load(roots: &[Root]) -> Vec<PromptTemplate> {
     let mut templates: Vec<PromptTemplate> = Vec::new();
     let mut budgets = walk::Budgets::default();
+    let mut seen_files = std::collections::HashSet::new();
     for root in roots {
         for file in template_files(root, &mut budgets) {
             if !root.keeps(&file) {
+                continue;
+            }
+            // The same file reached twice (a package named by `-e` and by the settings) is
+            // one template, as pi merges paths.
+            if !seen_files.insert(std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone())) {
                 continue;
             }
             let Some(template) = read_template(&file, root) else {

@@ -531,6 +531,14 @@ fn migrated(mut layer: Map<String, Value>) -> Map<String, Value> {
     layer
 }
 
+/// Sets the top-level `key` of one settings file (a project's, or the user's when the loaded
+/// [`Settings`] are not at hand) as [`Settings::set_global`] writes: under pi's lock, other
+/// keys kept in place, replaced atomically. A file that does not parse is an error and stays
+/// as it is.
+pub fn write_key(path: &Path, key: &str, value: Value) -> Result<(), String> {
+    update_file(path, &[(key, value)])
+}
+
 /// Writes `changes` into the settings file at `path`: the file is read again under pi's lock
 /// (`<file>.lock`), the changed keys are replaced (a nested key inside its object, the other
 /// keys of that object kept), and the document replaces the file atomically, pretty-printed

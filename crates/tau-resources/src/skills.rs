@@ -67,6 +67,12 @@ pub fn load(roots: &[(Root, Layout)]) -> Vec<Skill> {
     skills
 }
 
+/// The skill files of a package's folder, found as in tau's and pi's own skills folders.
+pub(crate) fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let root = Root::auto(dir.to_path_buf(), "user", dir.to_path_buf());
+    skill_files(&root, Layout::Own, &mut walk::Budgets::default())
+}
+
 /// The skill files under the root (a folder, or one `.md` file), in a stable order.
 fn skill_files(root: &Root, layout: Layout, budgets: &mut walk::Budgets) -> Vec<PathBuf> {
     let path = root.path.as_path();

@@ -6,7 +6,6 @@
 
 use std::future::Future;
 use std::io::{BufReader, Read, Write};
-use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -220,6 +219,7 @@ impl RpcServer {
     async fn handle_inbound(&mut self, inbound: Inbound) {
         match inbound {
             Inbound::Command { id, command } => {
+                self.session.refresh_extension_state_after_mcp();
                 if let Some(reply) = self.dispatch(id, command).await {
                     self.sink.emit_line(reply).await;
                 }
@@ -1168,9 +1168,7 @@ impl RpcServer {
             RpcCommand::GetCommands(_) => ok(
                 id,
                 name,
-                &json!({"commands": self.session.workspace().slash_commands(
-                    self.session.extension_binding().extensions().map(Arc::as_ref)
-                )}),
+                &json!({"commands": self.session.slash_commands()}),
             ),
         }
     }

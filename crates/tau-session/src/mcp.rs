@@ -2,11 +2,12 @@
 //! merged by precedence and trust ([`configured_servers`]), their deadlines ([`options`]),
 //! and the running servers ([`McpServers`]): their tools, which join the session's tool set
 //! and each model call of a run ([`McpRunTools`]), their states, written as
-//! `mcp_server_status` events on the session's output, and their shutdown.
+//! `mcp_server_status` events on the session's output, their prompts as slash commands
+//! (decision T95), and their shutdown.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -145,6 +146,10 @@ pub struct McpServers {
     startup_timeout: Duration,
     /// Ends the status forwarder once the last states are written.
     stop: CancellationToken,
+    /// How many states were written, and how many of them [`McpServers::take_changed`]
+    /// has seen: the extensions' mirror is brought up to date when they differ.
+    written: Arc<AtomicU64>,
+    seen: AtomicU64,
     forwarder: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -165,22 +170,34 @@ impl McpServers {
         let stop = CancellationToken::new();
         // Subscribed before the first snapshot: no change falls between the two.
         let receiver = manager.subscribe();
+        let written = Arc::new(AtomicU64::new(0));
         let forwarder = tokio::spawn(forward_statuses(
             manager.clone(),
             receiver,
             events,
             stop.clone(),
+            written.clone(),
         ));
         Self {
             manager,
             startup_timeout,
             stop,
+            written,
+            seen: AtomicU64::new(0),
             forwarder: Mutex::new(Some(forwarder)),
         }
     }
 
     pub fn manager(&self) -> &McpManager {
         &self.manager
+    }
+
+    /// Whether a server's state or tools changed since the last call: servers change
+    /// outside any command, so the extensions' mirror (`getAllTools`, `getCommands`) is
+    /// refreshed on the next command when this says so.
+    pub fn take_changed(&self) -> bool {
+        let written = self.written.load(Ordering::Acquire);
+        self.seen.swap(written, Ordering::AcqRel) != written
     }
 
     /// Closes every server and waits until their processes are gone; their `stopped` states
@@ -196,6 +213,48 @@ impl McpServers {
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
         }
+    }
+
+    /// The servers' prompts as `get_commands` lists them: `mcp:<server>:<prompt>`, `source`
+    /// `mcp`, the prompt's description with its arguments (`<required> [optional]`).
+    pub fn prompt_commands(&self) -> Vec<serde_json::Value> {
+        self.manager
+            .current_prompts()
+            .into_iter()
+            .map(|prompt| {
+                let usage = prompt.usage();
+                let description = match (prompt.description.as_deref(), usage.is_empty()) {
+                    (Some(text), true) => Some(text.to_string()),
+                    (Some(text), false) => Some(format!("{text} (arguments: {usage})")),
+                    (None, false) => Some(format!("arguments: {usage}")),
+                    (None, true) => None,
+                };
+                let mut command = serde_json::Map::new();
+                command.insert("name".into(), prompt.command.into());
+                if let Some(description) = description {
+                    command.insert("description".into(), description.into());
+                }
+                command.insert("source".into(), "mcp".into());
+                serde_json::Value::Object(command)
+            })
+            .collect()
+    }
+
+    /// `/mcp:<server>:<prompt> words…` expanded through `prompts/get`, the words bound to the
+    /// prompt's arguments in order; `None` when `text` names no prompt of these servers.
+    pub async fn expand_prompt(
+        &self,
+        text: &str,
+        cancel: &CancellationToken,
+    ) -> Option<Result<tau_mcp::ExpandedPrompt, tau_mcp::PromptError>> {
+        let rest = text.strip_prefix('/')?;
+        let (command, args) = rest.split_once([' ', '\t', '\n']).unwrap_or((rest, ""));
+        let prompt = self.manager.prompt(command)?;
+        let words = crate::resources::prompts::parse_args(args);
+        Some(match prompt.bind(&words) {
+            Ok(arguments) => self.manager.get_prompt(&prompt, arguments, cancel).await,
+            Err(error) => Err(error),
+        })
     }
 
     /// What a run needs to follow the servers' tools from one model call to the next.
@@ -301,10 +360,23 @@ async fn forward_statuses(
     mut receiver: tokio::sync::broadcast::Receiver<ServerStatus>,
     events: EventSink,
     stop: CancellationToken,
+    written: Arc<AtomicU64>,
 ) {
     let mut last: HashMap<String, SessionEvent> = HashMap::new();
+    let write = |last: &mut HashMap<String, SessionEvent>, status: &ServerStatus| {
+        let event = status_event(status);
+        if last.get(&status.name) == Some(&event) {
+            return None;
+        }
+        last.insert(status.name.clone(), event.clone());
+        // Counted before the record is out: whoever reads it finds the change counted.
+        written.fetch_add(1, Ordering::AcqRel);
+        Some(event)
+    };
     for status in manager.statuses() {
-        write_status(&events, &mut last, &status).await;
+        if let Some(event) = write(&mut last, &status) {
+            events.emit(event).await;
+        }
     }
     loop {
         let received = tokio::select! {
@@ -313,37 +385,27 @@ async fn forward_statuses(
             () = stop.cancelled() => {
                 // What the shutdown announced is still written.
                 while let Ok(status) = receiver.try_recv() {
-                    write_status(&events, &mut last, &status).await;
+                    if let Some(event) = write(&mut last, &status) {
+                        events.emit(event).await;
+                    }
                 }
                 return;
             }
         };
-        match received {
-            Ok(status) => write_status(&events, &mut last, &status).await,
+        // A state equal to the last one written for its server is not written again (a
+        // change may arrive both in the first snapshot and on the channel).
+        let statuses = match received {
+            Ok(status) => vec![status],
             // Changes were missed: the present states say where each server stands.
-            Err(RecvError::Lagged(_)) => {
-                for status in manager.statuses() {
-                    write_status(&events, &mut last, &status).await;
-                }
-            }
+            Err(RecvError::Lagged(_)) => manager.statuses(),
             Err(RecvError::Closed) => return,
+        };
+        for status in statuses {
+            if let Some(event) = write(&mut last, &status) {
+                events.emit(event).await;
+            }
         }
     }
-}
-
-/// Writes `status` unless it is what was last written for its server (a change may arrive
-/// both in the first snapshot and on the channel).
-async fn write_status(
-    events: &EventSink,
-    last: &mut HashMap<String, SessionEvent>,
-    status: &ServerStatus,
-) {
-    let event = status_event(status);
-    if last.get(&status.name) == Some(&event) {
-        return;
-    }
-    last.insert(status.name.clone(), event.clone());
-    events.emit(event).await;
 }
 
 /// The protocol's record of a server's state.

@@ -105,6 +105,10 @@ pub enum SessionError {
     /// A configured key could not be produced (a failing `!command`, an OAuth entry, …).
     #[error("{0}")]
     Credentials(String),
+    /// An MCP prompt command (`/mcp:<server>:<prompt>`) could not be expanded: a required
+    /// argument is missing, or the server failed to give the prompt.
+    #[error("{0}")]
+    McpPrompt(String),
 }
 
 /// How a prompt that arrives during a run is queued.
@@ -288,6 +292,15 @@ impl AgentSession {
         self.refresh_extension_state();
     }
 
+    /// Refreshes the extensions' mirror if an MCP server's state or tools changed since the
+    /// last look: servers change outside any command, and a command an extension runs must
+    /// see their tools in `getAllTools`. Front-ends call it before each command.
+    pub fn refresh_extension_state_after_mcp(&self) {
+        if self.tools.mcp().is_some_and(|mcp| mcp.take_changed()) {
+            self.refresh_extension_state();
+        }
+    }
+
     /// Brings the keys only the session knows up to date in the extensions' mirror: called
     /// after every command and action, which are what change them.
     pub fn refresh_extension_state(&self) {
@@ -311,7 +324,7 @@ impl AgentSession {
             active_tools: next.tool_names(),
             all_tools: all_tools.tool_descriptions(),
             system_prompt: next.system_prompt,
-            commands: self.workspace.slash_commands(extensions.map(Arc::as_ref)),
+            commands: self.slash_commands(),
             available_models: self.models.available_models(),
         });
     }
@@ -574,6 +587,19 @@ impl AgentSession {
         options: crate::mcp::McpOptions,
     ) {
         self.tools.start_mcp(servers, options);
+    }
+
+    /// The slash commands, as `get_commands` and an extension's `pi.getCommands()` list them:
+    /// the workspace's (extension commands, templates, skills), then the MCP servers'
+    /// prompts (`source` `mcp`, decision T95).
+    pub fn slash_commands(&self) -> Vec<serde_json::Value> {
+        let mut commands = self
+            .workspace
+            .slash_commands(self.extensions.extensions().map(Arc::as_ref));
+        if let Some(mcp) = self.tools.mcp() {
+            commands.extend(mcp.prompt_commands());
+        }
+        commands
     }
 
     /// Shuts the MCP servers down and waits until their processes are gone: tau calls it on

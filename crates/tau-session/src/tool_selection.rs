@@ -112,6 +112,9 @@ pub struct ToolSet {
     bash_commands: Arc<crate::session::bash::BashCommands>,
     /// The MCP servers, once started.
     mcp: Option<McpServers>,
+    /// Where the file tools read and write text files instead of the disk (ACP mode's
+    /// client), once a front-end sets it.
+    files: Mutex<Option<Arc<dyn tau_tools::FileAccess>>>,
 }
 
 impl ToolSet {
@@ -134,7 +137,13 @@ impl ToolSet {
             events,
             bash_commands: Arc::default(),
             mcp: None,
+            files: Mutex::default(),
         }
+    }
+
+    /// Has `read`, `edit` and `write` go through `files` from the next run on.
+    pub fn set_client_files(&self, files: Arc<dyn tau_tools::FileAccess>) {
+        *self.files.lock().unwrap_or_else(PoisonError::into_inner) = Some(files);
     }
 
     /// Starts the MCP servers (in parallel, returning at once); their tools join the tools
@@ -272,6 +281,12 @@ impl ToolSet {
         extensions: Option<&Arc<tau_extensions::Extensions>>,
     ) -> Vec<Arc<dyn AgentTool>> {
         let selection = self.selection();
+        let mut env = env;
+        env.files = self
+            .files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let env = Arc::new(env);
         let extension_tools: Vec<tau_extensions::ExtensionTool> = extensions
             .map(|e| e.tools())
@@ -335,6 +350,7 @@ pub fn tool_env(
         auto_resize_images: settings.get("images.autoResize").unwrap_or(true),
         model_accepts_images: model
             .is_some_and(|m| m.input.contains(&tau_protocol::InputModality::Image)),
+        files: None,
     }
 }
 

@@ -169,7 +169,7 @@ impl Workspace {
                 .flatten(),
             tools: prompt_tools,
             cwd: config.cwd.clone(),
-            date: time::OffsetDateTime::now_utc().date().to_string(),
+            date: chrono::Utc::now().date_naive().to_string(),
             locale: locale.map(str::to_string),
         })
     }
@@ -189,11 +189,15 @@ impl Workspace {
                     command.insert("description".into(), description.into());
                 }
                 command.insert("source".into(), "extension".into());
-                command.insert(
-                    "sourceInfo".into(),
-                    json!({"path": c.extension, "source": c.source, "scope": c.scope,
+                // pi names a settings package's extension by the package.
+                let info = match &c.package {
+                    Some(package) => json!({"path": c.extension, "source": package.source,
+                        "scope": c.scope, "origin": "package",
+                        "baseDir": package.base_dir.display().to_string()}),
+                    None => json!({"path": c.extension, "source": c.source, "scope": c.scope,
                         "origin": "top-level"}),
-                );
+                };
+                command.insert("sourceInfo".into(), info);
                 Value::Object(command)
             });
         let templates = self.resources.prompts.iter().map(|t| {

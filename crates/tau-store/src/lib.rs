@@ -15,6 +15,7 @@ pub use deferred::{DeferredOpen, LONG_FILE_BYTES, OpenedFile, RawJsonArray};
 pub use discover::{find_by_id_prefix, most_recent_in};
 pub use entry::{CURRENT_VERSION, EntryKind, SessionEntry, SessionHeader};
 
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -615,8 +616,8 @@ impl SessionStore {
     }
 }
 
-fn new_header(cwd: &Path, parent_session: Option<String>) -> (SessionHeader, time::OffsetDateTime) {
-    let created = time::OffsetDateTime::now_utc();
+fn new_header(cwd: &Path, parent_session: Option<String>) -> (SessionHeader, DateTime<Utc>) {
+    let created = Utc::now();
     let header = SessionHeader {
         version: CURRENT_VERSION,
         id: uuid::Uuid::now_v7().to_string(),
@@ -629,7 +630,7 @@ fn new_header(cwd: &Path, parent_session: Option<String>) -> (SessionHeader, tim
 }
 
 fn now_iso() -> String {
-    paths::iso_timestamp(time::OffsetDateTime::now_utc())
+    paths::iso_timestamp(Utc::now())
 }
 
 /// The first 8 hex digits of a random UUID, unique by `taken`; the full UUID after 100
@@ -741,9 +742,7 @@ pub fn context_of(path: &[&SessionEntry]) -> SessionContext {
 
 /// Milliseconds since the epoch of an ISO timestamp; 0 if it does not parse.
 pub(crate) fn iso_to_ms(iso: &str) -> i64 {
-    time::OffsetDateTime::parse(iso, &time::format_description::well_known::Rfc3339)
-        .map(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
-        .unwrap_or(0)
+    DateTime::parse_from_rfc3339(iso).map_or(0, |t| t.timestamp_millis())
 }
 
 /// Takes the advisory write lock without waiting.

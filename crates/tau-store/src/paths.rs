@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use chrono::{DateTime, SecondsFormat, Utc};
 use tau_base::paths::{expand_tilde, home_dir};
 
 /// Environment variable naming the agent directory.
@@ -61,24 +62,14 @@ pub fn default_session_dir(agent_dir: &Path, cwd: &Path) -> PathBuf {
 }
 
 /// `<ISO time with ':' and '.' as '-'>_<session id>.jsonl`.
-pub fn session_file_name(created: time::OffsetDateTime, session_id: &str) -> String {
+pub fn session_file_name(created: DateTime<Utc>, session_id: &str) -> String {
     let stamp = iso_timestamp(created).replace([':', '.'], "-");
     format!("{stamp}_{session_id}.jsonl")
 }
 
 /// ISO-8601 in UTC with milliseconds and `Z`, as JavaScript's `toISOString`.
-pub fn iso_timestamp(at: time::OffsetDateTime) -> String {
-    let at = at.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        at.year(),
-        u8::from(at.month()),
-        at.day(),
-        at.hour(),
-        at.minute(),
-        at.second(),
-        at.millisecond()
-    )
+pub fn iso_timestamp(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]
@@ -97,7 +88,9 @@ mod tests {
 
     #[test]
     fn file_name_matches_pi() {
-        let at = time::macros::datetime!(2026-11-22 00:18:09.481 UTC);
+        let at = DateTime::parse_from_rfc3339("2026-11-22T00:18:09.481Z")
+            .unwrap()
+            .to_utc();
         assert_eq!(
             session_file_name(at, "01a2009e-13c9-716f-9266-e01318c25d76"),
             "2026-11-22T00-18-09-481Z_01a2009e-13c9-716f-9266-e01318c25d76.jsonl"

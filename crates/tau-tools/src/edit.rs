@@ -92,7 +92,15 @@ impl EditTool {
         let absolute = self.env.resolve(&path);
 
         let _lock = until_cancelled(cancel, lock_file(&absolute)).await?;
-        let original = until_cancelled(cancel, read_for_edit(&absolute, &path)).await??;
+        // The client's text of the file when it serves it (an editor's unsaved buffer).
+        let served = match &self.env.files {
+            Some(files) => until_cancelled(cancel, files.read_text(&absolute)).await??,
+            None => None,
+        };
+        let original = match served {
+            Some(text) => text.into_bytes(),
+            None => until_cancelled(cancel, read_for_edit(&absolute, &path)).await??,
+        };
 
         let count = edits.len();
         let display_path = path.clone();
@@ -104,7 +112,13 @@ impl EditTool {
 
         // Last moment to back out: after the rename the file has changed.
         abort_if_cancelled(cancel)?;
-        replace_contents(&absolute, applied.bytes).await?;
+        let written = match (&self.env.files, std::str::from_utf8(&applied.bytes)) {
+            (Some(files), Ok(text)) => files.write_text(&absolute, text).await?,
+            _ => false,
+        };
+        if !written {
+            replace_contents(&absolute, applied.bytes).await?;
+        }
         Ok(AgentToolResult {
             content: vec![text_block(format!(
                 "Successfully replaced {count} block(s) in {path}."

@@ -1,8 +1,22 @@
 //! What every tool needs to know about where it runs.
 
-use std::path::PathBuf;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
 
 use crate::paths::resolve_to_cwd;
+
+/// A future the file hooks return.
+pub type FileFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+
+/// Text files read and written through a client instead of the disk (an editor's buffers in
+/// ACP mode), for `read`, `edit` and `write`. A read answering `None`, or a write answering
+/// `false`, leaves the file to the disk as without the hook; an error is the tool's error.
+pub trait FileAccess: Send + Sync + std::fmt::Debug {
+    fn read_text<'a>(&'a self, path: &'a Path) -> FileFuture<'a, Option<String>>;
+    fn write_text<'a>(&'a self, path: &'a Path, content: &'a str) -> FileFuture<'a, bool>;
+}
 
 /// The session-level facts tools depend on.
 #[derive(Debug, Clone)]
@@ -21,6 +35,8 @@ pub struct ToolEnv {
     pub auto_resize_images: bool,
     /// Whether the current model accepts images (the read tool adds a notice if not).
     pub model_accepts_images: bool,
+    /// Where text files are read and written instead of the disk, if anywhere.
+    pub files: Option<Arc<dyn FileAccess>>,
 }
 
 impl ToolEnv {
@@ -34,6 +50,7 @@ impl ToolEnv {
             shell_command_prefix: None,
             auto_resize_images: true,
             model_accepts_images: true,
+            files: None,
         }
     }
 

@@ -21,7 +21,7 @@ pub mod truncate;
 mod walk;
 pub mod write;
 
-pub use env::ToolEnv;
+pub use env::{FileAccess, FileFuture, ToolEnv};
 
 use std::sync::Arc;
 

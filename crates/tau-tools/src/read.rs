@@ -78,6 +78,13 @@ impl ReadTool {
         let limit = args::optional_number("read", &arguments, "limit")?;
 
         let absolute = until_cancelled(cancel, resolve_read_path(&path, &self.env)).await?;
+        // A text file the client serves (its buffer, saved or not); images from the disk.
+        if let Some(files) = &self.env.files
+            && !has_image_extension(&absolute)
+            && let Some(text) = until_cancelled(cancel, files.read_text(&absolute)).await??
+        {
+            return text_result(text.as_bytes(), &path, offset, limit);
+        }
         let bytes = until_cancelled(cancel, read_file(&absolute)).await??;
 
         match sniff_image_mime(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
@@ -132,6 +139,15 @@ impl ReadTool {
             }
         })
     }
+}
+
+/// Whether the name says image, so a client's text read is not asked for it.
+fn has_image_extension(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+        ["png", "jpg", "jpeg", "gif", "webp"]
+            .iter()
+            .any(|image| e.eq_ignore_ascii_case(image))
+    })
 }
 
 /// Opens and reads the whole file. pi checks access first, so a failure to open is reported

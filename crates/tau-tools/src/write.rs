@@ -66,9 +66,14 @@ impl WriteTool {
         // Last moment to back out: once the rename is done the file has changed, and saying
         // "aborted" then would mislead the model.
         abort_if_cancelled(cancel)?;
-        let bytes = content.into_bytes();
-        let written = bytes.len();
-        replace_contents(&absolute, bytes).await?;
+        let written = content.len();
+        let through_client = match &self.env.files {
+            Some(files) => files.write_text(&absolute, &content).await?,
+            None => false,
+        };
+        if !through_client {
+            replace_contents(&absolute, content.into_bytes()).await?;
+        }
         Ok(AgentToolResult {
             content: vec![text_block(format!(
                 "Successfully wrote {written} bytes to {path}"

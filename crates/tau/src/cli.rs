@@ -13,6 +13,8 @@ use tau_protocol::ThinkingLevel;
 pub enum Mode {
     /// JSON commands on stdin, responses and events on stdout.
     Rpc,
+    /// The Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, …).
+    Acp,
     /// Run the messages, then print the final answer (as `-p`).
     Text,
     /// Run the messages, printing every event as one JSON line.
@@ -38,6 +40,11 @@ pub enum MessageUpdates {
         Run `tau --mode rpc` and write one JSON command per line to its stdin \
         (for example {\"type\":\"get_state\"}); responses and events come back on stdout, \
         one JSON object per line, starting with a {\"type\":\"ready\"} record.\n\n\
+        Commands:\n  tau install <source> [-l]    install a pi package (npm:, git:, a path) and \
+        add it to settings\n  tau remove <source> [-l]     remove one (also `uninstall`)\n  \
+        tau update [source|--extensions]  update installed packages (tau does not update \
+        itself)\n  tau list                     list the packages of the settings\n  \
+        tau --export <session.jsonl> [out.html]  write a session file as HTML\n\n\
         Environment:\n  TAU_AGENT_DIR  agent directory (settings.json, models.json, auth.json, \
         sessions/); else PI_CODING_AGENT_DIR; else ~/.tau/agent if it exists, \
         else an existing ~/.pi/agent, else ~/.tau/agent\n  TAU_LOG        log level on stderr \
@@ -45,7 +52,8 @@ pub enum MessageUpdates {
     disable_help_subcommand = true
 )]
 pub struct Cli {
-    /// Output mode: `rpc` (the protocol on stdin/stdout), `text` (as `-p`) or `json`.
+    /// Output mode: `rpc` (the protocol on stdin/stdout), `acp` (the Agent Client Protocol,
+    /// for editors), `text` (as `-p`) or `json`.
     #[arg(long, value_enum, value_name = "MODE")]
     pub mode: Option<Mode>,
     /// Run the messages, print the final answer and exit.
@@ -183,6 +191,8 @@ pub enum Invocation {
 pub enum RunMode {
     /// JSON commands on stdin, responses and events on stdout.
     Rpc,
+    /// The Agent Client Protocol on stdin and stdout.
+    Acp,
     /// The messages run in order; the last answer's text is printed (`-p`).
     Text,
     /// The messages run in order; every event is printed as a JSON line.
@@ -344,6 +354,7 @@ pub fn parse_in(
     // terminal UI pi would start otherwise is not part of tau.
     let mode = match (cli.mode, cli.print) {
         (Some(Mode::Rpc), _) => RunMode::Rpc,
+        (Some(Mode::Acp), _) => RunMode::Acp,
         (Some(Mode::Json), _) => RunMode::Json,
         (Some(Mode::Text), _) | (None, true) => RunMode::Text,
         (None, false) if !terminal.stdin || !terminal.stdout || cli.list_models.is_some() => {
@@ -360,6 +371,9 @@ pub fn parse_in(
     };
     if mode == RunMode::Rpc && cli.messages.iter().any(|m| m.starts_with('@')) {
         return Err("@file arguments are not supported in RPC mode".to_string());
+    }
+    if mode == RunMode::Acp && !cli.messages.is_empty() {
+        return Err("messages are not taken on the command line in ACP mode".to_string());
     }
     if cli.resume {
         return Err("--resume needs an interactive terminal, which tau does not have".to_string());

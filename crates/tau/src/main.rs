@@ -1,10 +1,11 @@
 //! The `tau` binary: command-line parsing, stdout takeover, signals and exit codes around
-//! RPC mode ([`tau_rpc::serve`]).
+//! RPC mode ([`tau_rpc::serve`]) and ACP mode ([`tau_acp::serve`]).
 
 mod alloc_stats;
 mod cli;
 mod list_models;
 mod oneshot;
+mod packages;
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -36,7 +37,12 @@ fn main() -> ExitCode {
 }
 
 fn tau_main() -> ExitCode {
-    let invocation = match cli::parse(std::env::args_os().skip(1)) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    // Package commands and `--export` do their work and exit before any mode starts.
+    if let Some(code) = packages::dispatch(&args) {
+        return code;
+    }
+    let invocation = match cli::parse(args) {
         Ok(invocation) => invocation,
         Err(message) => return fail(&message),
     };
@@ -84,12 +90,22 @@ fn init_logging(verbose: bool) {
         .ok()
         .and_then(|l| l.parse::<tracing::Level>().ok())
         .unwrap_or_else(|| default.parse().unwrap_or(tracing::Level::WARN));
+    // rmcp logs what a server answered as it came (an HTTP 401's body echoing the headers it
+    // was sent); tau-mcp reports every server failure itself, with the server's env and
+    // header values hidden (decision T96), so rmcp's own lines are left out.
+    let targets = tracing_subscriber::filter::Targets::new()
+        .with_default(level)
+        .with_target("rmcp", tracing_subscriber::filter::LevelFilter::OFF);
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     tracing_subscriber::fmt()
         .with_writer(io::stderr)
         .with_max_level(level)
         .with_ansi(false)
         .with_target(false)
         .without_time()
+        .finish()
+        .with(targets)
         .init();
 }
 
@@ -131,6 +147,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
             prompt_templates: options.cli.prompt_template.clone(),
             no_prompt_templates: options.cli.no_prompt_templates,
             project: ProjectAccess::Untrusted,
+            extension_sources: options.cli.extension.clone(),
         },
     };
     // The user's settings only: the project's wait until the project is trusted below.
@@ -282,7 +299,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     };
     // JSON mode prints the session header first, as pi does.
     let header = match (&store, options.mode) {
-        (_, RunMode::Rpc | RunMode::Text) => None,
+        (_, RunMode::Rpc | RunMode::Acp | RunMode::Text) => None,
         (tau_session::StartupStore::Ready(store), RunMode::Json) => {
             serde_json::to_value(store.header()).ok()
         }
@@ -329,6 +346,30 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
         warn(warning);
     }
     let mcp_options = tau_session::mcp::options(&settings);
+    // ACP mode opens a session per `session/new` or `session/load`, each from these.
+    let acp_launcher = (options.mode == RunMode::Acp).then(|| {
+        let providers: Vec<_> = extensions
+            .iter()
+            .flat_map(|loaded| loaded.set.list())
+            .flat_map(|extension| extension.manifest.providers.clone())
+            .collect();
+        let registry_dir = agent_dir.clone();
+        tau_acp::Launcher {
+            config: config.clone(),
+            settings: settings.clone(),
+            make_registry: Box::new(move || {
+                let mut registry = Registry::from_process_env(&registry_dir);
+                for provider in &providers {
+                    // Checked when tau started: a provider that failed then stopped it.
+                    let _ = registry.register_provider(&provider.name, provider.config.clone());
+                }
+                registry
+            }),
+            mcp_servers: mcp.servers.clone(),
+            mcp_options: mcp_options.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    });
     let make_session = |sink| {
         let mut session = AgentSession::new(config, settings, registry, startup, store, sink);
         session.start_mcp(mcp.servers, mcp_options);
@@ -347,6 +388,29 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
                 signals.first(),
             );
             (runtime.block_on(serving), 0)
+        }
+        RunMode::Acp => {
+            let Some(launcher) = acp_launcher else {
+                anyhow::bail!("the ACP launcher was not prepared");
+            };
+            let extensions = extensions.map(|loaded| tau_acp::AcpExtensions {
+                set: loaded.set,
+                actions: loaded.actions,
+                outlet: loaded.outlet,
+            });
+            let serving = tau_acp::serve(
+                io::stdin(),
+                protocol_out,
+                launcher,
+                extensions,
+                signals.first(),
+            );
+            let reason = match runtime.block_on(serving) {
+                tau_acp::ExitReason::InputClosed => ExitReason::InputClosed,
+                tau_acp::ExitReason::Signal(code) => ExitReason::Signal(code),
+                tau_acp::ExitReason::OutputFailed => ExitReason::OutputFailed,
+            };
+            (reason, 0)
         }
         RunMode::Text | RunMode::Json => {
             if !has_model {
@@ -552,14 +616,16 @@ async fn start_extensions(
     let load = tau_extensions::LoadConfig {
         cwd: config.cwd.clone(),
         agent_dir: config.agent_dir.clone(),
-        // pi's `ctx.mode`; only RPC mode has someone to answer dialogs.
+        // pi's `ctx.mode`; RPC and ACP modes have someone to answer dialogs (ACP: `confirm`
+        // and `select` as permission requests).
         mode: match mode {
             RunMode::Rpc => "rpc",
+            RunMode::Acp => "acp",
             RunMode::Text => "print",
             RunMode::Json => "json",
         }
         .into(),
-        has_ui: mode == RunMode::Rpc,
+        has_ui: matches!(mode, RunMode::Rpc | RunMode::Acp),
         tau_version: env!("CARGO_PKG_VERSION").into(),
         node: std::env::var_os("TAU_NODE").map_or_else(|| "node".into(), Into::into),
         node_host: tau_extensions::find_node_host(),

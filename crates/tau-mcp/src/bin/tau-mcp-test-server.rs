@@ -8,6 +8,11 @@
 //! answering), `grow` (adds a tool `extra_<n>` and sends `tools/list_changed`), `stats`
 //! (how many `notifications/cancelled` arrived), `bare` (an input schema without `type`),
 //! and `dotted.name` (a name tau must sanitise). `tools/list` answers in pages of three.
+//!
+//! Prompts: `greet {name, style?}` (a user and an assistant message) and `picture` (a text
+//! and a 1x1 PNG). `--http <port> --reject` answers every request 401 with the request's
+//! headers echoed in the body: a server that repeats the secret it was sent. `--tools a,b`
+//! lists only those tools.
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -17,8 +22,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
-    ContentBlock, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
+    PromptMessage, Role, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -39,6 +45,9 @@ struct State {
 #[derive(Clone, Default)]
 struct TestServer {
     state: Arc<State>,
+    /// `--tools a,b`: list only these (a server every client accepts, for benchmarks: `bare`
+    /// is refused whole by some SDKs).
+    only: Arc<Option<Vec<String>>>,
 }
 
 fn schema(value: Value) -> Map<String, Value> {
@@ -117,6 +126,9 @@ impl TestServer {
                 object_schema(json!({}), &[]),
             ));
         }
+        if let Some(only) = self.only.as_ref() {
+            tools.retain(|tool| only.iter().any(|name| name == tool.name.as_ref()));
+        }
         tools
     }
 
@@ -153,6 +165,7 @@ impl ServerHandler for TestServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_prompts()
                 .build(),
         )
     }
@@ -180,6 +193,60 @@ impl ServerHandler for TestServer {
             page.next_cursor = Some(end.to_string());
         }
         Ok(page)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(vec![
+            Prompt::new(
+                "greet",
+                Some("Greets someone"),
+                Some(vec![
+                    PromptArgument::new("name").with_required(true),
+                    PromptArgument::new("style"),
+                ]),
+            ),
+            Prompt::new("picture", Some("Shows a pixel"), None),
+        ]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        let argument = |name: &str| {
+            arguments
+                .get(name)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let messages = match request.name.as_str() {
+            "greet" => {
+                let name = argument("name")
+                    .ok_or_else(|| ErrorData::invalid_params("greet needs a name", None))?;
+                let style = argument("style").unwrap_or_else(|| "plainly".to_string());
+                vec![
+                    PromptMessage::new_text(Role::User, format!("Greet {name} {style}.")),
+                    PromptMessage::new_text(Role::Assistant, "I will greet them."),
+                ]
+            }
+            "picture" => vec![
+                PromptMessage::new_text(Role::User, "Describe this pixel."),
+                PromptMessage::new(Role::User, ContentBlock::image(PNG_1X1, "image/png")),
+            ],
+            other => {
+                return Err(ErrorData::invalid_params(
+                    Cow::Owned(format!("unknown prompt {other}")),
+                    None,
+                ));
+            }
+        };
+        Ok(GetPromptResult::new(messages).into())
     }
 
     async fn call_tool(
@@ -264,30 +331,55 @@ impl ServerHandler for TestServer {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mut http_port = None;
+    let mut reject = false;
+    let mut only = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => http_port = Some(args.next().ok_or("--http needs a port")?.parse::<u16>()?),
+            "--reject" => reject = true,
+            "--tools" => {
+                let names = args.next().ok_or("--tools needs a list")?;
+                only = Some(names.split(',').map(str::to_string).collect());
+            }
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
     let Some(port) = http_port else {
-        let running = TestServer::default()
-            .serve(rmcp::transport::stdio())
-            .await?;
+        let running = TestServer {
+            state: Arc::default(),
+            only: Arc::new(only),
+        }
+        .serve(rmcp::transport::stdio())
+        .await?;
         running.waiting().await?;
         return Ok(());
     };
     let state = Arc::new(State::default());
+    let only = Arc::new(only);
     let service = StreamableHttpService::new(
         move || {
             Ok(TestServer {
                 state: state.clone(),
+                only: only.clone(),
             })
         },
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default(),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let router = if reject {
+        axum::Router::new().fallback(|headers: axum::http::HeaderMap| async move {
+            let echoed: Vec<String> = headers
+                .iter()
+                .map(|(name, value)| format!("{name}: {}", value.to_str().unwrap_or("?")))
+                .collect();
+            (
+                axum::http::StatusCode::UNAUTHORIZED,
+                format!("rejected; you sent {}", echoed.join(", ")),
+            )
+        })
+    } else {
+        axum::Router::new().nest_service("/mcp", service)
+    };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let address = listener.local_addr()?;
     // Not the MCP stream in this mode: stdout only tells the test where to connect.

@@ -207,7 +207,7 @@ pub struct CommandInfo {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// `extension`, `prompt` or `skill`.
+    /// `extension`, `prompt`, `skill`, or `mcp` (a prompt of an MCP server, decision T95).
     pub source: String,
     /// pi 0.79's description of where the command came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -224,11 +224,12 @@ pub struct CommandInfo {
 pub struct SourceInfo {
     pub path: String,
     /// `auto` (found in a known folder), `local` (listed in a settings file, or a template or
-    /// skill named on the command line) or `cli` (an extension named on the command line).
+    /// skill named on the command line), `cli` (an extension named on the command line), or
+    /// the source of the pi package it came from (`npm:…`, `git:…`, a path).
     pub source: String,
     /// `user`, `project` or `temporary` (command line).
     pub scope: String,
-    /// Always `top-level`: tau reads no packages.
+    /// `top-level`, or `package` for what a pi package gave (then `baseDir` is its folder).
     pub origin: String,
     #[serde(rename = "baseDir", skip_serializing_if = "Option::is_none")]
     pub base_dir: Option<String>,

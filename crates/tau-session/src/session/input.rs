@@ -1,7 +1,8 @@
 //! The one way a message enters the session, whoever sends it (an RPC `prompt`, `steer` or
 //! `follow_up`, a one-shot message, an extension's `sendUserMessage`, the coming front-ends):
-//! the extensions' `input` hook, then skill and template expansion with the queueing rules of
-//! [`AgentSession::admit`], then `before_agent_start` when it starts a run, in pi's order.
+//! the extensions' `input` hook, then skill, template and MCP prompt expansion with the
+//! queueing rules of [`AgentSession::admit`], then `before_agent_start` when it starts a run,
+//! in pi's order.
 //! Front-ends only parse, call [`AgentSession::submit`], and write what it returns.
 
 use tau_protocol::{ImageContent, SessionEvent};
@@ -10,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::{AgentSession, Launch, PromptOutcome, QueueAs, SessionError, user_message};
 use crate::EventSink;
 use crate::extension_hooks::{self, InputOutcome};
+use crate::mcp::McpServers;
 use crate::workspace::Workspace;
 
 /// Who sent a message: the `source` of pi's `input` event.
@@ -108,8 +110,16 @@ impl AgentSession {
         let outcome = if queue_as.is_none() && self.runs.in_post_run() {
             PromptOutcome::Held
         } else {
-            let text = &expand_input(&self.workspace, &self.events, &message.text).await;
-            let images = message.images.clone();
+            let (text, images) = expand_input(
+                &self.workspace,
+                &self.events,
+                self.tools.mcp(),
+                &message.text,
+                message.images.clone(),
+                cancel,
+            )
+            .await?;
+            let text = &text;
             if self.runs.is_streaming() {
                 let Some(queue_as) = queue_as else {
                     return Err(SessionError::Busy);
@@ -150,17 +160,52 @@ impl AgentSession {
     }
 
     /// Queues a steering or follow-up message (also when idle: it waits for the next run),
-    /// with a `/skill:` command or a template expanded.
+    /// with a `/skill:` command, a template or an MCP prompt expanded. An MCP prompt that
+    /// cannot be had is queued as typed (this path has no answer to carry the error), and
+    /// the reason goes to the log.
     pub async fn enqueue(&mut self, queue_as: QueueAs, text: &str, images: Vec<ImageContent>) {
-        let text = expand_input(&self.workspace, &self.events, text).await;
+        // Only an MCP prompt can fail; only then are the images needed again.
+        let kept = text
+            .strip_prefix('/')
+            .is_some_and(|rest| rest.starts_with(tau_mcp::prompt::COMMAND_PREFIX))
+            .then(|| images.clone());
+        let expanded = expand_input(
+            &self.workspace,
+            &self.events,
+            self.tools.mcp(),
+            text,
+            images,
+            &CancellationToken::new(),
+        )
+        .await;
+        let (text, images) = expanded.unwrap_or_else(|error| {
+            tracing::warn!("{error}");
+            (text.to_string(), kept.unwrap_or_default())
+        });
         let update = self.conversation.queue(queue_as, &text, images);
         self.events.emit(update).await;
     }
 }
 
-/// Expands a `/skill:` command or a template; a skill file that cannot be read is reported
-/// as pi reports it (an `extension_error` for `skill_expansion`).
-async fn expand_input(workspace: &Workspace, events: &EventSink, text: &str) -> String {
+/// Expands a `/skill:` command, a template or an MCP prompt (`/mcp:<server>:<prompt>`,
+/// whose images join the message's); a skill file that cannot be read is reported as pi
+/// reports it (an `extension_error` for `skill_expansion`), an MCP prompt that cannot be had
+/// is the error (decision T95).
+async fn expand_input(
+    workspace: &Workspace,
+    events: &EventSink,
+    mcp: Option<&McpServers>,
+    text: &str,
+    mut images: Vec<ImageContent>,
+    cancel: &CancellationToken,
+) -> Result<(String, Vec<ImageContent>), SessionError> {
+    if let Some(mcp) = mcp
+        && let Some(expanded) = mcp.expand_prompt(text, cancel).await
+    {
+        let expanded = expanded.map_err(|error| SessionError::McpPrompt(error.to_string()))?;
+        images.extend(expanded.images);
+        return Ok((expanded.text, images));
+    }
     let (text, failure) = workspace.resources().expand(text);
     if let Some((file, error)) = failure {
         events
@@ -171,5 +216,5 @@ async fn expand_input(workspace: &Workspace, events: &EventSink, text: &str) -> 
             })
             .await;
     }
-    text
+    Ok((text, images))
 }

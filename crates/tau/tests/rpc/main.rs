@@ -7,6 +7,7 @@
     clippy::print_stderr
 )]
 
+mod acp;
 mod agent;
 mod bash_command;
 mod cli;
@@ -22,10 +23,14 @@ mod hardening_input;
 mod input_path;
 mod lifecycle;
 mod mcp;
+mod mcp_extension;
+mod mcp_prompts;
+mod mcp_registry;
 mod mirror;
 mod models;
 mod oneshot;
 mod ordering;
+mod packages;
 mod pi_extensions;
 mod pi_parity;
 mod resources;

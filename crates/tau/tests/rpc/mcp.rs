@@ -17,7 +17,7 @@ use crate::{ready_tau, tau};
 
 /// tau-mcp's test server, next to the tau binary. `cargo test --workspace` builds it; a
 /// `cargo test -p tau` does not (it is tau-mcp's binary), so it is built here once then.
-fn test_server() -> PathBuf {
+pub(crate) fn test_server() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
@@ -43,17 +43,17 @@ fn test_server() -> PathBuf {
         .clone()
 }
 
-fn server_entry() -> Value {
+pub(crate) fn server_entry() -> Value {
     json!({"command": test_server().display().to_string()})
 }
 
 /// A stdio entry that runs `script` in `sh` before it becomes the test server.
-fn wrapped_entry(script: &str) -> Value {
+pub(crate) fn wrapped_entry(script: &str) -> Value {
     json!({"command": "sh", "args": ["-c", format!("{script}; exec '{}'", test_server().display())]})
 }
 
 /// A tau on the mock's model, with `servers` in an `--mcp-config` file and `args` after it.
-fn start(
+pub(crate) fn start(
     mock: &BackgroundMock,
     servers: Value,
     args: &[&str],
@@ -72,7 +72,7 @@ fn start(
 }
 
 /// Waits for `server` to reach `state`; the event.
-fn status(t: &mut Tau, server: &str, state: &str) -> Value {
+pub(crate) fn status(t: &mut Tau, server: &str, state: &str) -> Value {
     let record = t.wait_for(&format!("{server} {state}"), Duration::from_secs(30), |r| {
         r.json.as_ref().is_some_and(|j| {
             j["type"] == "mcp_server_status" && j["server"] == server && j["state"] == state
@@ -81,7 +81,7 @@ fn status(t: &mut Tau, server: &str, state: &str) -> Value {
     record.json.expect("JSON")
 }
 
-fn tool_names(t: &mut Tau) -> Vec<String> {
+pub(crate) fn tool_names(t: &mut Tau) -> Vec<String> {
     let state = t.request(json!({"type": "get_state"}));
     state["data"]["dumpTools"]
         .as_array()
@@ -92,7 +92,7 @@ fn tool_names(t: &mut Tau) -> Vec<String> {
 }
 
 /// Runs one prompt to its end; the `tool_execution_end` records, in order.
-fn run(t: &mut Tau) -> Vec<Value> {
+pub(crate) fn run(t: &mut Tau) -> Vec<Value> {
     t.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
     t.records_until("agent_settled", Duration::from_secs(60))
         .into_iter()
@@ -100,7 +100,7 @@ fn run(t: &mut Tau) -> Vec<Value> {
         .collect()
 }
 
-fn text_of(result: &Value) -> String {
+pub(crate) fn text_of(result: &Value) -> String {
     result["result"]["content"]
         .as_array()
         .into_iter()
@@ -111,7 +111,7 @@ fn text_of(result: &Value) -> String {
 }
 
 /// The tool names the model was offered in each request.
-fn offered(mock: &BackgroundMock) -> Vec<Vec<String>> {
+pub(crate) fn offered(mock: &BackgroundMock) -> Vec<Vec<String>> {
     mock.requests()
         .iter()
         .map(|request| {
@@ -125,7 +125,7 @@ fn offered(mock: &BackgroundMock) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn stop(mut t: Tau) -> String {
+pub(crate) fn stop(mut t: Tau) -> String {
     t.close_stdin();
     assert!(t.wait_exit(Duration::from_secs(30)).success());
     t.stderr()
@@ -465,9 +465,9 @@ fn tools_flag_can_name_an_mcp_tool() {
 }
 
 /// The test server over Streamable HTTP, killed when dropped.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: std::process::Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Drop for HttpServer {
@@ -477,10 +477,16 @@ impl Drop for HttpServer {
     }
 }
 
-fn http_server() -> HttpServer {
+pub(crate) fn http_server() -> HttpServer {
+    http_server_with(&[])
+}
+
+/// The HTTP test server with more arguments (`--reject`).
+pub(crate) fn http_server_with(extra: &[&str]) -> HttpServer {
     use std::io::BufRead;
     let mut child = Command::new(test_server())
         .args(["--http", "0"])
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .expect("start the HTTP test server");

@@ -1,0 +1,1050 @@
+//! The ACP server: the connection's handlers hand every request to one loop that owns the
+//! sessions, so requests are carried out in the order they came, a long turn never holds
+//! the connection's dispatch, and a `session/cancel` reaches the loop while a turn streams.
+//! Each ACP session is an [`AgentSession`] of its own, with its own event channel; the loop
+//! turns those events into `session/update` notifications and answers a `session/prompt`
+//! when its run has settled.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::task::Poll;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, CancelNotification,
+    ConfigOptionUpdate, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    SessionCapabilities, SessionInfo, SessionListCapabilities, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason,
+    UnstructuredCommandInput,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Lines};
+use serde_json::Value;
+use tau_ai::registry::Registry;
+use tau_protocol::SessionEvent;
+use tau_protocol::extension_event::ExtensionEvent;
+use tau_session::resources::ProjectAccess;
+use tau_session::{
+    AgentSession, EventSink, InputSource, Outbound, SessionChoice, SessionConfig, SessionError,
+    Settings, Submitted, resolve_startup_model, startup_store,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::dialogs::Dialogs;
+use crate::files::ClientFiles;
+use crate::updates::{Context, Translator};
+use crate::{AcpError, dialogs, options, prompt, transport};
+
+/// Capacity of each session's event channel, in records (as RPC mode's writer queue).
+const EVENTS_CAPACITY: usize = 1024;
+
+/// Why [`serve`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitReason {
+    /// The client closed the connection.
+    InputClosed,
+    /// A termination signal; the value is the exit code to use.
+    Signal(i32),
+    /// The output could not be written, or the connection failed.
+    OutputFailed,
+}
+
+/// Extensions loaded before the server starts (the binary's `LoadedExtensions`).
+pub struct AcpExtensions {
+    pub set: Arc<tau_extensions::Extensions>,
+    pub actions: mpsc::UnboundedReceiver<tau_extensions::Work>,
+    pub outlet: Arc<tau_session::ExtensionOutlet>,
+}
+
+/// What a session is made from: the binary's configuration, settings and MCP servers as
+/// the trust decision left them, and a way to build the model registry afresh (with the
+/// providers extensions registered) for each session.
+pub struct Launcher {
+    pub config: SessionConfig,
+    pub settings: Settings,
+    pub make_registry: Box<dyn Fn() -> Registry + Send>,
+    /// The MCP servers tau's own configuration names; a client's join them per session.
+    pub mcp_servers: Vec<tau_session::mcp::McpServer>,
+    pub mcp_options: tau_session::mcp::McpOptions,
+    pub version: String,
+}
+
+impl Launcher {
+    /// The configuration for a session working in `cwd`. The trust decision was made for
+    /// the directory tau started in; another directory is not trusted (decision T92).
+    fn config_for(&self, cwd: &Path) -> SessionConfig {
+        let mut config = self.config.clone();
+        if cwd != config.cwd {
+            config.cwd = cwd.to_path_buf();
+            if config.resources.project == ProjectAccess::Trusted {
+                config.resources.project = ProjectAccess::Untrusted;
+            }
+        }
+        config
+    }
+
+    /// Opens (`choice`) or creates a session in `cwd`, its MCP servers started.
+    fn open(
+        &self,
+        cwd: &Path,
+        choice: &SessionChoice,
+        client_servers: &[McpServer],
+        sink: EventSink,
+    ) -> Result<AgentSession, AcpError> {
+        if !cwd.is_absolute() {
+            return Err(AcpError::InvalidParams(format!(
+                "cwd must be an absolute path, not \"{}\"",
+                cwd.display()
+            )));
+        }
+        let config = self.config_for(cwd);
+        let mut registry = (self.make_registry)();
+        let startup = resolve_startup_model(&mut registry, &config, &self.settings)
+            .map_err(AcpError::Session)?;
+        if startup.model.is_none() {
+            return Err(AcpError::NoCredentials(NO_MODEL.to_string()));
+        }
+        let store = startup_store(&config, &self.settings, choice).map_err(AcpError::Session)?;
+        let mut session = AgentSession::new(
+            config,
+            self.settings.clone(),
+            registry,
+            startup,
+            store,
+            sink,
+        );
+        session.settle();
+        // The client's servers replace tau's own of the same name, as a later source does.
+        let servers =
+            tau_mcp::merge_layers([client_mcp_servers(client_servers), self.mcp_servers.clone()]);
+        session.start_mcp(servers, self.mcp_options.clone());
+        Ok(session)
+    }
+
+    /// The folder the sessions of `cwd` are stored in.
+    fn session_dir(&self, cwd: &Path) -> PathBuf {
+        tau_session::session_dir(&self.config_for(cwd), &self.settings).0
+    }
+
+    /// Every folder sessions are stored in: `cwd`'s first, then every project's.
+    fn session_dirs(&self, cwd: Option<&Path>) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = cwd.map(|cwd| self.session_dir(cwd)).into_iter().collect();
+        if let Ok(entries) = std::fs::read_dir(self.config.agent_dir.join("sessions")) {
+            for dir in entries.filter_map(Result::ok).map(|e| e.path()) {
+                if !dirs.contains(&dir) {
+                    dirs.push(dir);
+                }
+            }
+        }
+        dirs
+    }
+
+    /// The file of the session whose id is exactly `id`.
+    fn find_session(&self, cwd: &Path, id: &str) -> Option<PathBuf> {
+        self.session_dirs(Some(cwd)).into_iter().find_map(|dir| {
+            std::fs::read_dir(dir)
+                .ok()?
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.extension().and_then(|e| e.to_str()) == Some("jsonl"))
+                .find(|path| read_header(path).is_some_and(|header| header.id == id))
+        })
+    }
+}
+
+const NO_MODEL: &str = "No models available. Set a provider's API key in the environment \
+(for example ANTHROPIC_API_KEY or OPENAI_API_KEY) before starting tau, store one in auth.json \
+in tau's agent directory, or add a model to models.json there.";
+
+/// The client's MCP servers in tau's configuration shape (`mcpServers` entries), parsed by
+/// tau's MCP support; an entry it cannot use is left out with a warning.
+fn client_mcp_servers(servers: &[McpServer]) -> Vec<tau_session::mcp::McpServer> {
+    let mut entries = serde_json::Map::new();
+    for server in servers {
+        let (name, entry) = match server {
+            McpServer::Stdio(stdio) => (
+                stdio.name.clone(),
+                serde_json::json!({
+                    "command": stdio.command.to_string_lossy(),
+                    "args": stdio.args,
+                    "env": stdio.env.iter()
+                        .map(|v| (v.name.clone(), Value::String(v.value.clone())))
+                        .collect::<serde_json::Map<_, _>>(),
+                }),
+            ),
+            McpServer::Http(http) => (
+                http.name.clone(),
+                serde_json::json!({"type": "http", "url": http.url, "headers": headers(&http.headers)}),
+            ),
+            McpServer::Sse(sse) => (
+                sse.name.clone(),
+                serde_json::json!({"type": "sse", "url": sse.url, "headers": headers(&sse.headers)}),
+            ),
+            #[allow(unreachable_patterns)]
+            _ => continue,
+        };
+        entries.insert(name, entry);
+    }
+    // The client's values are used as given: no `${VAR}` of tau's environment is expanded.
+    let parsed = tau_mcp::parse_servers(&entries, &|_| None);
+    for error in &parsed.errors {
+        tracing::warn!("the client's MCP server: {error}; it is not started");
+    }
+    parsed.servers
+}
+
+fn headers(
+    headers: &[agent_client_protocol::v1::schema::HttpHeader],
+) -> serde_json::Map<String, Value> {
+    headers
+        .iter()
+        .map(|h| (h.name.clone(), Value::String(h.value.clone())))
+        .collect()
+}
+
+/// A request or notification, handed from the connection's handlers to the loop.
+enum Incoming {
+    Initialize(Box<InitializeRequest>, Responder<InitializeResponse>),
+    Authenticate(Responder<AuthenticateResponse>),
+    NewSession(NewSessionRequest, Responder<NewSessionResponse>),
+    LoadSession(LoadSessionRequest, Responder<LoadSessionResponse>),
+    ListSessions(ListSessionsRequest, Responder<ListSessionsResponse>),
+    Prompt(PromptRequest, Responder<PromptResponse>),
+    SetConfigOption(
+        SetSessionConfigOptionRequest,
+        Responder<SetSessionConfigOptionResponse>,
+    ),
+    Cancel(CancelNotification),
+}
+
+/// One open ACP session.
+struct Slot {
+    session: AgentSession,
+    events: mpsc::Receiver<Outbound>,
+    translator: Translator,
+    /// The prompt whose turn is running, answered when the run settles.
+    pending: Option<Responder<PromptResponse>>,
+    /// `session/cancel` came for the pending prompt.
+    cancelled: bool,
+}
+
+/// Runs ACP over `input`/`output` until the client closes the connection, `shutdown`
+/// resolves (with an exit code), or the output fails.
+pub async fn serve<I, O>(
+    input: I,
+    output: O,
+    launcher: Launcher,
+    extensions: Option<AcpExtensions>,
+    shutdown: impl Future<Output = i32>,
+) -> ExitReason
+where
+    I: Read + Send + 'static,
+    O: Write + Send + 'static,
+{
+    let stdio = match transport::start(input, output) {
+        Ok(stdio) => stdio,
+        Err(err) => {
+            tracing::error!("cannot start the ACP transport: {err}");
+            return ExitReason::OutputFailed;
+        }
+    };
+    let transport::Stdio {
+        incoming,
+        outgoing,
+        writer,
+        failed,
+    } = stdio;
+    let (tx, rx) = mpsc::unbounded_channel::<Incoming>();
+    macro_rules! forward {
+        ($builder:expr, $request:ty, $variant:ident) => {{
+            let tx = tx.clone();
+            $builder.on_receive_request(
+                async move |request: $request, responder, _cx| {
+                    // The loop is gone only on the way out: the dropped responder answers.
+                    let _ = tx.send(Incoming::$variant(request.into(), responder));
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+        }};
+    }
+    let builder = Agent.v1().name("tau");
+    let builder = forward!(builder, InitializeRequest, Initialize);
+    let auth_tx = tx.clone();
+    let builder = builder.on_receive_request(
+        async move |_: AuthenticateRequest, responder, _cx| {
+            let _ = auth_tx.send(Incoming::Authenticate(responder));
+            Ok(())
+        },
+        agent_client_protocol::on_receive_request!(),
+    );
+    let builder = forward!(builder, NewSessionRequest, NewSession);
+    let builder = forward!(builder, LoadSessionRequest, LoadSession);
+    let builder = forward!(builder, ListSessionsRequest, ListSessions);
+    let builder = forward!(builder, PromptRequest, Prompt);
+    let builder = forward!(builder, SetSessionConfigOptionRequest, SetConfigOption);
+    let cancel_tx = tx.clone();
+    let shared_dialogs = Arc::new(Dialogs::default());
+    let cancel_dialogs = Arc::clone(&shared_dialogs);
+    let cancel_extensions = extensions.as_ref().map(|loaded| Arc::clone(&loaded.set));
+    let builder = builder.on_receive_notification(
+        async move |notification: CancelNotification, _cx| {
+            // Here rather than in the loop: the loop may be waiting on the handler whose
+            // dialog this withdraws.
+            cancel_dialogs.mark_cancelled(&notification.session_id.0);
+            if let Some(extensions) = &cancel_extensions {
+                cancel_dialogs.cancel_session(&notification.session_id.0, extensions);
+            }
+            let _ = cancel_tx.send(Incoming::Cancel(notification));
+            Ok(())
+        },
+        agent_client_protocol::on_receive_notification!(),
+    );
+    drop(tx);
+    let lines = Lines::new(transport::line_sink(outgoing), incoming);
+    let server = Server {
+        launcher,
+        slots: HashMap::new(),
+        extensions: extensions.as_ref().map(|loaded| Arc::clone(&loaded.set)),
+        bound: None,
+        dialogs: shared_dialogs,
+        commands: HashMap::new(),
+        client_fs: (false, false),
+    };
+    let (actions, outlet) = match extensions {
+        Some(loaded) => (Some(loaded.actions), Some(loaded.outlet)),
+        None => (None, None),
+    };
+    let result = builder
+        .connect_with(lines, async move |cx: ConnectionTo<Client>| {
+            Ok(server.run(cx, rx, actions, outlet, shutdown).await)
+        })
+        .await;
+    // Every sender of the writer's channel is gone with the connection: it drains and ends.
+    let joined = tokio::task::spawn_blocking(move || writer.join()).await;
+    if !matches!(joined, Ok(Ok(()))) {
+        tracing::error!("the stdout writer did not finish cleanly");
+    }
+    match result {
+        Ok(reason) if failed.load(std::sync::atomic::Ordering::Acquire) => {
+            let _ = reason;
+            ExitReason::OutputFailed
+        }
+        Ok(reason) => reason,
+        Err(err) => {
+            tracing::error!("the ACP connection failed: {err}");
+            ExitReason::OutputFailed
+        }
+    }
+}
+
+struct Server {
+    launcher: Launcher,
+    slots: HashMap<String, Slot>,
+    extensions: Option<Arc<tau_extensions::Extensions>>,
+    /// The session the extensions are bound to: the first one opened (decision T92).
+    bound: Option<String>,
+    dialogs: Arc<Dialogs>,
+    /// The extension command each session runs, cancelled by `session/cancel`.
+    commands: HashMap<String, CancellationToken>,
+    /// The client offered `fs/read_text_file` and `fs/write_text_file`.
+    client_fs: (bool, bool),
+}
+
+impl Server {
+    async fn run(
+        mut self,
+        cx: ConnectionTo<Client>,
+        mut rx: mpsc::UnboundedReceiver<Incoming>,
+        mut actions: Option<mpsc::UnboundedReceiver<tau_extensions::Work>>,
+        outlet: Option<Arc<tau_session::ExtensionOutlet>>,
+        shutdown: impl Future<Output = i32>,
+    ) -> ExitReason {
+        // What extensions write for RPC clients: their dialogs become permission requests,
+        // the rest is dropped.
+        if let (Some(outlet), Some(extensions)) = (&outlet, &self.extensions) {
+            let (records_tx, records_rx) = mpsc::channel::<Outbound>(EVENTS_CAPACITY);
+            outlet.attach(EventSink::new(records_tx)).await;
+            tokio::spawn(dialogs::serve(
+                records_rx,
+                cx.clone(),
+                Arc::clone(extensions),
+                Arc::clone(&self.dialogs),
+            ));
+        }
+        tokio::pin!(shutdown);
+        let closed = cx.incoming_closed();
+        tokio::pin!(closed);
+        let reason = loop {
+            tokio::select! {
+                biased;
+                code = &mut shutdown => break ExitReason::Signal(code),
+                () = &mut closed => {
+                    // What was read before the input ended is still answered: a client may
+                    // write its requests and close its end (`printf … | tau --mode acp`).
+                    while let Ok(incoming) = rx.try_recv() {
+                        self.handle(&cx, incoming).await;
+                    }
+                    break ExitReason::InputClosed;
+                }
+                Some((id, outbound)) = next_event(&mut self.slots) => {
+                    self.on_outbound(&cx, &id, outbound);
+                }
+                Some(work) = async {
+                    match actions.as_mut() {
+                        Some(actions) => actions.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => self.on_work(work).await,
+                incoming = rx.recv() => match incoming {
+                    Some(incoming) => self.handle(&cx, incoming).await,
+                    None => break ExitReason::InputClosed,
+                },
+            }
+        };
+        drop(actions);
+        for slot in self.slots.values_mut() {
+            slot.session.runs_mut().abort().await;
+        }
+        if let Some(extensions) = &self.extensions {
+            if reason != ExitReason::OutputFailed && self.bound.is_some() {
+                tau_session::extension_hooks::notify(
+                    extensions,
+                    ExtensionEvent::SessionShutdown {
+                        reason: "quit",
+                        target_session_file: None,
+                    }
+                    .to_value(),
+                )
+                .await;
+            }
+            extensions.shutdown();
+        }
+        // No MCP server may outlive tau.
+        for slot in self.slots.values() {
+            slot.session.shutdown_mcp().await;
+        }
+        if let Some(outlet) = outlet {
+            outlet.detach().await;
+        }
+        reason
+    }
+
+    async fn handle(&mut self, cx: &ConnectionTo<Client>, incoming: Incoming) {
+        match incoming {
+            Incoming::Initialize(request, responder) => {
+                let fs = &request.client_capabilities.fs;
+                self.client_fs = (fs.read_text_file, fs.write_text_file);
+                let _ = responder.respond(self.initialize(&request));
+            }
+            Incoming::Authenticate(responder) => {
+                let has_model = !(self.launcher.make_registry)()
+                    .available_models()
+                    .is_empty();
+                let _ = if has_model {
+                    responder.respond(AuthenticateResponse::new())
+                } else {
+                    responder
+                        .respond_with_error(AcpError::NoCredentials(NO_MODEL.to_string()).to_rpc())
+                };
+            }
+            Incoming::NewSession(request, responder) => {
+                self.new_session(cx, request, responder).await;
+            }
+            Incoming::LoadSession(request, responder) => {
+                self.load_session(cx, request, responder).await;
+            }
+            Incoming::ListSessions(request, responder) => {
+                let _ = responder.respond(self.list_sessions(&request));
+            }
+            Incoming::Prompt(request, responder) => self.prompt(cx, request, responder).await,
+            Incoming::SetConfigOption(request, responder) => {
+                let outcome = self.set_config_option(&request).await;
+                let _ = match outcome {
+                    Ok(response) => responder.respond(response),
+                    Err(err) => responder.respond_with_error(err.to_rpc()),
+                };
+            }
+            Incoming::Cancel(notification) => {
+                let id = notification.session_id.0.to_string();
+                self.cancel(cx, &id).await;
+            }
+        }
+    }
+
+    fn initialize(&self, _request: &InitializeRequest) -> InitializeResponse {
+        let capabilities = AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
+            .mcp_capabilities(McpCapabilities::new().http(true).sse(true))
+            .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()));
+        let agent_dir = self.launcher.config.agent_dir.display();
+        let auth_methods =
+            vec![
+            AuthMethod::Agent(AuthMethodAgent::new("env", "Environment variable").description(
+                "Set the provider's API key in the environment tau starts with (for example \
+                 ANTHROPIC_API_KEY or OPENAI_API_KEY).",
+            )),
+            AuthMethod::Agent(
+                AuthMethodAgent::new("auth-json", "auth.json").description(format!(
+                    "Store the provider's key in {agent_dir}/auth.json, or add a model to \
+                     {agent_dir}/models.json."
+                )),
+            ),
+        ];
+        // tau speaks protocol v1 only; a client asking for another version gets v1 and
+        // decides whether it can go on.
+        InitializeResponse::new(ProtocolVersion::V1)
+            .agent_capabilities(capabilities)
+            .auth_methods(auth_methods)
+            .agent_info(Implementation::new("tau", self.launcher.version.clone()).title("tau"))
+    }
+
+    /// A new session channel and slot for `session`, its file tools through the client when
+    /// it offered them.
+    fn insert(
+        &mut self,
+        cx: &ConnectionTo<Client>,
+        id: String,
+        session: AgentSession,
+        events: mpsc::Receiver<Outbound>,
+    ) {
+        let (read, write) = self.client_fs;
+        if read || write {
+            session.tools().set_client_files(Arc::new(ClientFiles {
+                cx: cx.clone(),
+                session: id.clone(),
+                read,
+                write,
+            }));
+        }
+        let translator = Translator::new(session.workspace().cwd().to_path_buf());
+        self.slots.insert(
+            id,
+            Slot {
+                session,
+                events,
+                translator,
+                pending: None,
+                cancelled: false,
+            },
+        );
+    }
+
+    /// Binds the extensions to the first session opened: `session_start`, then the paths
+    /// `resources_discover` adds.
+    async fn bind_extensions(&mut self, id: &str) {
+        let Some(extensions) = self.extensions.clone() else {
+            return;
+        };
+        if self.bound.is_some() {
+            return;
+        }
+        let Some(slot) = self.slots.get_mut(id) else {
+            return;
+        };
+        self.bound = Some(id.to_string());
+        self.dialogs.bind(id);
+        slot.session.set_extensions(Arc::clone(&extensions));
+        tau_session::extension_hooks::notify(
+            &extensions,
+            ExtensionEvent::SessionStart {
+                reason: "startup",
+                previous_session_file: None,
+            }
+            .to_value(),
+        )
+        .await;
+        let cwd = slot.session.workspace().cwd().to_path_buf();
+        let (skills, prompts) =
+            tau_session::extension_hooks::resources_discover(&extensions, &cwd, "startup").await;
+        slot.session.add_resource_paths(skills, prompts);
+    }
+
+    async fn new_session(
+        &mut self,
+        cx: &ConnectionTo<Client>,
+        request: NewSessionRequest,
+        responder: Responder<NewSessionResponse>,
+    ) {
+        let (sink_tx, events) = mpsc::channel(EVENTS_CAPACITY);
+        let opened = self.launcher.open(
+            &request.cwd,
+            &SessionChoice::New,
+            &request.mcp_servers,
+            EventSink::new(sink_tx),
+        );
+        let session = match opened {
+            Ok(session) => session,
+            Err(err) => {
+                let _ = responder.respond_with_error(err.to_rpc());
+                return;
+            }
+        };
+        let id = session.conversation().session_id();
+        self.insert(cx, id.clone(), session, events);
+        self.bind_extensions(&id).await;
+        let Some(slot) = self.slots.get(&id) else {
+            return;
+        };
+        let response =
+            NewSessionResponse::new(id.clone()).config_options(options::current(&slot.session));
+        let _ = responder.respond(response);
+        self.announce_commands(cx, &id);
+    }
+
+    async fn load_session(
+        &mut self,
+        cx: &ConnectionTo<Client>,
+        request: LoadSessionRequest,
+        responder: Responder<LoadSessionResponse>,
+    ) {
+        let id = request.session_id.0.to_string();
+        if !self.slots.contains_key(&id) {
+            // Only the exact id: an id prefix (as `--session` takes) could open another.
+            let Some(file) = self.launcher.find_session(&request.cwd, &id) else {
+                let _ = responder.respond_with_error(AcpError::UnknownSession(id).to_rpc());
+                return;
+            };
+            let (sink_tx, events) = mpsc::channel(EVENTS_CAPACITY);
+            let opened = self.launcher.open(
+                &request.cwd,
+                &SessionChoice::Open(file.to_string_lossy().into_owned()),
+                &request.mcp_servers,
+                EventSink::new(sink_tx),
+            );
+            match opened {
+                Ok(session) => self.insert(cx, id.clone(), session, events),
+                Err(err) => {
+                    let _ = responder.respond_with_error(err.to_rpc());
+                    return;
+                }
+            }
+            self.bind_extensions(&id).await;
+        }
+        let Some(slot) = self.slots.get_mut(&id) else {
+            let _ = responder.respond_with_error(AcpError::UnknownSession(id).to_rpc());
+            return;
+        };
+        // The history first, then the answer (the protocol's order), then live updates.
+        let updates = slot
+            .session
+            .conversation()
+            .with_messages(|messages| slot.translator.replay(messages));
+        for update in updates {
+            notify(cx, &id, update);
+        }
+        let response = LoadSessionResponse::new().config_options(options::current(&slot.session));
+        let _ = responder.respond(response);
+        self.announce_commands(cx, &id);
+    }
+
+    /// The sessions stored for the request's folder (every folder's without one), newest
+    /// first. Everything fits one page.
+    fn list_sessions(&self, request: &ListSessionsRequest) -> ListSessionsResponse {
+        let dirs: Vec<PathBuf> = match &request.cwd {
+            Some(cwd) => vec![self.launcher.session_dir(cwd)],
+            None => self.launcher.session_dirs(None),
+        };
+        let mut found: Vec<(std::time::SystemTime, SessionInfo)> = Vec::new();
+        for dir in dirs {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.filter_map(Result::ok) {
+                let path = entry.path();
+                if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+                    continue;
+                }
+                let Some(header) = read_header(&path) else {
+                    continue;
+                };
+                if let Some(cwd) = &request.cwd
+                    && Path::new(&header.cwd) != cwd.as_path()
+                {
+                    continue;
+                }
+                let modified = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+                let info = SessionInfo::new(header.id, header.cwd).updated_at(rfc3339(modified));
+                found.push((modified, info));
+            }
+        }
+        found.sort_by_key(|found| std::cmp::Reverse(found.0));
+        ListSessionsResponse::new(found.into_iter().map(|(_, info)| info).collect())
+    }
+
+    async fn prompt(
+        &mut self,
+        cx: &ConnectionTo<Client>,
+        request: PromptRequest,
+        responder: Responder<PromptResponse>,
+    ) {
+        let id = request.session_id.0.to_string();
+        let Some(slot) = self.slots.get_mut(&id) else {
+            let _ = responder.respond_with_error(AcpError::UnknownSession(id).to_rpc());
+            return;
+        };
+        if slot.pending.is_some() {
+            let _ = responder.respond_with_error(AcpError::Busy(id).to_rpc());
+            return;
+        }
+        let auto_resize = slot
+            .session
+            .preferences()
+            .settings()
+            .get("images.autoResize")
+            .unwrap_or(true);
+        let prompt =
+            prompt::from_blocks(&request.prompt, slot.session.workspace().cwd(), auto_resize);
+        if let Some((command, args)) = extension_command(&slot.session, &prompt.text) {
+            let cancel = CancellationToken::new();
+            self.commands.insert(id.clone(), cancel.clone());
+            run_extension_command(&slot.session, command, args, responder, cancel);
+            return;
+        }
+        let cancel = CancellationToken::new();
+        // A cancel that came before this prompt is not for it.
+        self.dialogs.take_cancelled(&id);
+        let mut submitted = slot
+            .session
+            .submit(&prompt.text, prompt.images, None, InputSource::Rpc, &cancel)
+            .await;
+        if let Ok(Submitted::Held(message)) = submitted {
+            // The last run is finishing its post-run work: the prompt goes in after it.
+            slot.session.runs_mut().finished().await;
+            submitted = slot.session.admit(message, None, &cancel).await;
+        }
+        // Cancelled while in the input path (an `input` handler's dialog was withdrawn):
+        // nothing runs.
+        if self.dialogs.take_cancelled(&id) && submitted.is_ok() {
+            let _ = responder.respond(PromptResponse::new(StopReason::Cancelled));
+            self.drain(cx, &id);
+            return;
+        }
+        match submitted {
+            Ok(Submitted::Start(launch)) => {
+                slot.pending = Some(responder);
+                slot.cancelled = false;
+                slot.session.launch(*launch);
+            }
+            Ok(Submitted::Handled | Submitted::Queued | Submitted::Held(_)) => {
+                let _ = responder.respond(PromptResponse::new(StopReason::EndTurn));
+            }
+            Err(SessionError::NoApiKey(provider)) => {
+                let error = AcpError::NoCredentials(SessionError::NoApiKey(provider).to_string());
+                let _ = responder.respond_with_error(error.to_rpc());
+            }
+            Err(err) => {
+                let _ = responder.respond_with_error(AcpError::Session(err.to_string()).to_rpc());
+            }
+        }
+        // What the input path already emitted (an expansion's events) goes out now.
+        self.drain(cx, &id);
+    }
+
+    /// Ends the session's turn: the run is aborted (its last events written), and the
+    /// prompt is answered `cancelled` as those events are translated.
+    async fn cancel(&mut self, cx: &ConnectionTo<Client>, id: &str) {
+        self.dialogs.take_cancelled(id);
+        if let Some(command) = self.commands.remove(id) {
+            command.cancel();
+        }
+        let Some(slot) = self.slots.get_mut(id) else {
+            return;
+        };
+        if slot.pending.is_some() {
+            slot.cancelled = true;
+        }
+        slot.session.runs_mut().abort().await;
+        self.drain(cx, id);
+    }
+
+    /// Handles every event the session has queued so far.
+    fn drain(&mut self, cx: &ConnectionTo<Client>, id: &str) {
+        loop {
+            let Some(slot) = self.slots.get_mut(id) else {
+                return;
+            };
+            let Ok(outbound) = slot.events.try_recv() else {
+                return;
+            };
+            self.on_outbound(cx, id, outbound);
+        }
+    }
+
+    async fn set_config_option(
+        &mut self,
+        request: &SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, AcpError> {
+        let id = request.session_id.0.to_string();
+        let slot = self
+            .slots
+            .get_mut(&id)
+            .ok_or_else(|| AcpError::UnknownSession(id.clone()))?;
+        let value = request
+            .value
+            .as_value_id()
+            .ok_or_else(|| AcpError::InvalidParams("tau's options take a value id".to_string()))?;
+        options::set(&mut slot.session, &request.config_id.0, &value.0).await?;
+        Ok(SetSessionConfigOptionResponse::new(options::current(
+            &slot.session,
+        )))
+    }
+
+    /// One record of a session's output: its events become updates; a run that settled
+    /// answers the prompt it was running for.
+    fn on_outbound(&mut self, cx: &ConnectionTo<Client>, id: &str, outbound: Outbound) {
+        let Outbound::Event(event) = outbound else {
+            // RPC-only records (host-tool frames, pre-serialised RPC lines): nothing in ACP.
+            return;
+        };
+        let Some(slot) = self.slots.get_mut(id) else {
+            return;
+        };
+        let session = &slot.session;
+        let todos = || session.tools().todo_phases();
+        let context = Context {
+            todos: &todos,
+            context_window: session.models().model().map(|m| m.context_window),
+        };
+        for update in slot.translator.event(&event, &context) {
+            notify(cx, id, update);
+        }
+        if let SessionEvent::ThinkingLevelChanged { .. } = *event {
+            // Changed by tau (a new model's levels, an extension): the client's select follows.
+            let options = options::current(&slot.session);
+            notify(
+                cx,
+                id,
+                SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options)),
+            );
+        }
+        if let SessionEvent::AgentSettled { aborted } = *event
+            && let Some(responder) = slot.pending.take()
+        {
+            let cancelled = std::mem::take(&mut slot.cancelled);
+            let last = &slot.translator.last_reply;
+            let outcome = if cancelled || aborted {
+                Ok(StopReason::Cancelled)
+            } else {
+                match last.stop_reason {
+                    Some(tau_protocol::StopReason::Length) => Ok(StopReason::MaxTokens),
+                    Some(tau_protocol::StopReason::Aborted) => Ok(StopReason::Cancelled),
+                    Some(tau_protocol::StopReason::Error) => Err(AcpError::Turn(
+                        last.error
+                            .clone()
+                            .unwrap_or_else(|| "the model call failed".to_string()),
+                    )),
+                    _ => Ok(StopReason::EndTurn),
+                }
+            };
+            let _ = match outcome {
+                Ok(reason) => responder.respond(PromptResponse::new(reason)),
+                Err(err) => responder.respond_with_error(err.to_rpc()),
+            };
+        }
+    }
+
+    /// `available_commands_update`: extension commands, prompt templates and skills, as
+    /// tau's `get_commands` lists them.
+    fn announce_commands(&self, cx: &ConnectionTo<Client>, id: &str) {
+        let Some(slot) = self.slots.get(id) else {
+            return;
+        };
+        let listed = slot.session.workspace().slash_commands(
+            slot.session
+                .extension_binding()
+                .extensions()
+                .map(Arc::as_ref),
+        );
+        let commands = listed
+            .iter()
+            .filter_map(|command| {
+                let name = command.get("name")?.as_str()?;
+                let description = command
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                Some(AvailableCommand::new(name, description).input(
+                    AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("arguments")),
+                ))
+            })
+            .collect();
+        notify(
+            cx,
+            id,
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
+        );
+    }
+
+    /// What an extension asks for (its `action` frames): carried out on the session it is
+    /// bound to as far as that needs no RPC client; the rest is refused (decision T92).
+    async fn on_work(&mut self, work: tau_extensions::Work) {
+        match work {
+            tau_extensions::Work::Action(request) => {
+                let action = match request.frame.parse() {
+                    Ok(action) => action,
+                    Err(error) => {
+                        request.reply(Err(error));
+                        return;
+                    }
+                };
+                let Some(slot) = self.bound.as_ref().and_then(|id| self.slots.get_mut(id)) else {
+                    request.reply(Err("no session is open yet".to_string()));
+                    return;
+                };
+                if let Some(outcome) = slot
+                    .session
+                    .extension_binding()
+                    .apply_session_action(&action)
+                    .await
+                {
+                    request.reply(outcome);
+                    return;
+                }
+                let name = request.frame.action.clone();
+                match slot.session.apply_extension_action(action).await {
+                    Ok(outcome) => request.reply(outcome),
+                    Err(_) => request.reply(Err(format!("{name}: not available in ACP mode"))),
+                }
+                slot.session.refresh_extension_state();
+            }
+            tau_extensions::Work::Record(..) => {}
+            tau_extensions::Work::Barrier(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// The next record of any session, with the session's id (pending while there is none).
+async fn next_event(slots: &mut HashMap<String, Slot>) -> Option<(String, Outbound)> {
+    std::future::poll_fn(|task| {
+        for (id, slot) in slots.iter_mut() {
+            if let Poll::Ready(Some(outbound)) = slot.events.poll_recv(task) {
+                return Poll::Ready(Some((id.clone(), outbound)));
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+fn notify(cx: &ConnectionTo<Client>, id: &str, update: SessionUpdate) {
+    if let Err(err) = cx.send_notification(SessionNotification::new(id.to_string(), update)) {
+        tracing::debug!("session/update not sent: {err}");
+    }
+}
+
+/// The extension command a prompt invokes (`/name args`), if any.
+fn extension_command(
+    session: &AgentSession,
+    text: &str,
+) -> Option<(tau_extensions::CommandInfo, String)> {
+    let rest = text.strip_prefix('/')?;
+    let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
+    let command = session
+        .extension_binding()
+        .extensions()?
+        .commands()
+        .into_iter()
+        .find(|c| c.name == name)?;
+    Some((command, args.to_string()))
+}
+
+/// Runs an extension command beside the loop (its actions come back through it); the
+/// prompt is answered when the handler and what it asked for are done, `cancelled` if a
+/// `session/cancel` came meanwhile (which also withdrew its dialogs).
+fn run_extension_command(
+    session: &AgentSession,
+    command: tau_extensions::CommandInfo,
+    args: String,
+    responder: Responder<PromptResponse>,
+    cancel: CancellationToken,
+) {
+    let Some(extensions) = session.extension_binding().extensions().cloned() else {
+        let _ = responder.respond(PromptResponse::new(StopReason::EndTurn));
+        return;
+    };
+    tokio::spawn(async move {
+        extensions.run_command(&command, &args, None).await;
+        extensions.actions_applied().await;
+        let reason = if cancel.is_cancelled() {
+            StopReason::Cancelled
+        } else {
+            StopReason::EndTurn
+        };
+        let _ = responder.respond(PromptResponse::new(reason));
+    });
+}
+
+/// The first line of a session file: its id and folder.
+struct Header {
+    id: String,
+    cwd: String,
+}
+
+/// `time` in UTC as ISO 8601 (`2026-11-26T04:35:08Z`), to the second.
+fn rfc3339(time: std::time::SystemTime) -> String {
+    let secs = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Days to a civil date (the proleptic Gregorian calendar), after Howard Hinnant.
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+fn read_header(path: &Path) -> Option<Header> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(file)
+        .take(64 * 1024)
+        .read_line(&mut line)
+        .ok()?;
+    let value: Value = serde_json::from_str(&line).ok()?;
+    if value.get("type")?.as_str()? != "session" {
+        return None;
+    }
+    Some(Header {
+        id: value.get("id")?.as_str()?.to_string(),
+        cwd: value.get("cwd")?.as_str()?.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_written_as_utc_iso_8601() {
+        let at = |secs| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        assert_eq!(rfc3339(at(0)), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(at(951_782_400)), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(at(1_795_667_708)), "2026-11-26T04:35:08Z");
+    }
+}
