@@ -438,6 +438,11 @@ impl Server {
     }
 
     async fn handle(&mut self, cx: &ConnectionTo<Client>, incoming: Incoming) {
+        // MCP servers change outside any request; what a request makes an extension do must
+        // see their tools (T98, as RPC mode does before each command).
+        for slot in self.slots.values() {
+            slot.session.refresh_extension_state_after_mcp();
+        }
         match incoming {
             Incoming::Initialize(request, responder) => {
                 let fs = &request.client_capabilities.fs;
@@ -706,7 +711,7 @@ impl Server {
             .unwrap_or(true);
         let prompt =
             prompt::from_blocks(&request.prompt, slot.session.workspace().cwd(), auto_resize);
-        if let Some((command, args)) = extension_command(&slot.session, &prompt.text) {
+        if let Some((command, args)) = slot.session.extension_binding().command_for(&prompt.text) {
             let cancel = CancellationToken::new();
             self.commands.insert(id.clone(), cancel.clone());
             run_extension_command(&slot.session, command, args, responder, cancel);
@@ -944,22 +949,6 @@ fn notify(cx: &ConnectionTo<Client>, id: &str, update: SessionUpdate) {
     if let Err(err) = cx.send_notification(SessionNotification::new(id.to_string(), update)) {
         tracing::debug!("session/update not sent: {err}");
     }
-}
-
-/// The extension command a prompt invokes (`/name args`), if any.
-fn extension_command(
-    session: &AgentSession,
-    text: &str,
-) -> Option<(tau_extensions::CommandInfo, String)> {
-    let rest = text.strip_prefix('/')?;
-    let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
-    let command = session
-        .extension_binding()
-        .extensions()?
-        .commands()
-        .into_iter()
-        .find(|c| c.name == name)?;
-    Some((command, args.to_string()))
 }
 
 /// Runs an extension command beside the loop (its actions come back through it); the

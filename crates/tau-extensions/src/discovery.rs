@@ -370,7 +370,9 @@ fn package_entries(
                 Some(list) if !list.is_empty() => from_manifest(&list),
                 _ => conventional(),
             };
-            apply_patterns(all, patterns, root)
+            tau_resources::packages::apply_patterns(all, patterns, root, |entry: &Entry| {
+                entry.path.as_path()
+            })
         }
     })
 }
@@ -444,42 +446,6 @@ fn walk(dir: &Path, level: usize, depth: Option<usize>, filter: &Filter, found: 
             walk(&path, level + 1, depth, filter, found);
         }
     }
-}
-
-/// pi's `applyPatterns` for an item's `extensions`: plain entries and globs keep what they
-/// match, `!glob` leaves out, `+path` brings back, `-path` leaves out whatever else says.
-fn apply_patterns(entries: Vec<Entry>, patterns: &[String], base: &Path) -> Vec<Entry> {
-    let (overrides, includes): (Vec<String>, Vec<String>) = patterns
-        .iter()
-        .cloned()
-        .partition(|p| p.starts_with(['!', '+', '-']));
-    let (globs, plain): (Vec<String>, Vec<String>) =
-        includes.into_iter().partition(|p| p.contains(['*', '?']));
-    let globs = (!globs.is_empty()).then(|| Filter::new(base, &globs));
-    let kept = Filter::new(base, &overrides);
-    // What no include keeps comes back only through `+path`: `!**` leaves out everything else.
-    let forced = Filter::new(base, &[vec!["!**".to_string()], overrides].concat());
-    let named = |path: &Path| {
-        plain.iter().any(|p| {
-            let p = Path::new(p.strip_prefix("./").unwrap_or(p));
-            path.strip_prefix(base).is_ok_and(|rel| rel == p)
-                || path.file_name().is_some_and(|n| Path::new(n) == p)
-                || path == p
-        })
-    };
-    entries
-        .into_iter()
-        .filter(|entry| {
-            let included = (globs.is_none() && plain.is_empty())
-                || globs.as_ref().is_some_and(|g| g.keeps(&entry.path, true))
-                || named(&entry.path);
-            if included {
-                kept.keeps(&entry.path, false)
-            } else {
-                forced.keeps(&entry.path, false)
-            }
-        })
-        .collect()
 }
 
 fn absolute(cwd: &Path, given: &str) -> PathBuf {

@@ -384,7 +384,7 @@ pub fn package_files(root: &Path, filter: Option<&Map<String, Value>>) -> Option
                             Some(list) if !list.is_empty() => manifest_files(root, list, kind),
                             _ => conventional(root, kind),
                         };
-                        apply_patterns(all, &patterns, root)
+                        apply_patterns(all, &patterns, root, PathBuf::as_path)
                     }
                 }
                 None => match &listed {
@@ -530,10 +530,16 @@ fn expand_glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// pi's `applyPatterns` for the object form: plain entries and globs keep what they match
-/// (everything when there are none), `!glob` leaves out, `+path` brings back, `-path` leaves
-/// out whatever else says.
-fn apply_patterns(files: Vec<PathBuf>, patterns: &[String], base: &Path) -> Vec<PathBuf> {
+/// pi's `applyPatterns` for the object form, over any items with a path (`path_of`): plain
+/// entries and globs keep what they match (everything when there are none), `!glob` leaves
+/// out, `+path` brings back, `-path` leaves out whatever else says. A plain entry naming a
+/// skill's folder keeps its `SKILL.md`.
+pub fn apply_patterns<T>(
+    items: Vec<T>,
+    patterns: &[String],
+    base: &Path,
+    path_of: impl Fn(&T) -> &Path,
+) -> Vec<T> {
     let (overrides, includes): (Vec<String>, Vec<String>) =
         patterns.iter().cloned().partition(|p| is_override(p));
     let (globs, plain): (Vec<String>, Vec<String>) =
@@ -558,9 +564,10 @@ fn apply_patterns(files: Vec<PathBuf>, patterns: &[String], base: &Path) -> Vec<
             })
         })
     };
-    files
+    items
         .into_iter()
-        .filter(|file| {
+        .filter(|item| {
+            let file = path_of(item);
             let included = (globs.is_none() && plain.is_empty())
                 || globs.as_ref().is_some_and(|g| g.keeps(file, true))
                 || named(file);

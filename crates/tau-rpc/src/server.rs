@@ -642,16 +642,7 @@ impl RpcServer {
 
     /// The extension command a prompt invokes (`/name args`, ext §6.1), if any.
     fn extension_command(&self, text: &str) -> Option<(tau_extensions::CommandInfo, String)> {
-        let rest = text.strip_prefix('/')?;
-        let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
-        let command = self
-            .session
-            .extension_binding()
-            .extensions()?
-            .commands()
-            .into_iter()
-            .find(|c| c.name == name)?;
-        Some((command, args.to_string()))
+        self.session.extension_binding().command_for(text)
     }
 
     /// Runs an extension command beside the input loop (its handler may open dialogs whose

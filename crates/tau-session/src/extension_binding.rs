@@ -98,6 +98,19 @@ impl ExtensionBinding {
         self.extensions.as_ref()
     }
 
+    /// The extension command a prompt invokes (`/name args`, ext §6.1), with its arguments,
+    /// if any: every front-end runs such a prompt as the command, not as a message.
+    pub fn command_for(&self, text: &str) -> Option<(tau_extensions::CommandInfo, String)> {
+        let rest = text.strip_prefix('/')?;
+        let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
+        let command = self
+            .extensions()?
+            .commands()
+            .into_iter()
+            .find(|c| c.name == name)?;
+        Some((command, args.to_string()))
+    }
+
     /// Attaches the loaded extensions: they read the mirror and carry out the session-only
     /// actions where their frames arrive. The session fills the mirror's keys next.
     pub(crate) fn bind(&mut self, extensions: Arc<Extensions>, all_models: Value, trusted: bool) {
