@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use tau_resources::filter::{self, Filter};
-use tau_resources::packages::PackageSource;
+use tau_resources::packages::{self, PackageSource};
 
 /// How an entry is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,59 +265,27 @@ impl ListedPackage {
 }
 
 /// The `packages` of the trusted project's settings, then the user's, one item per package
-/// (pi's `dedupePackages`: the first, so the project's, wins).
+/// (pi's `dedupePackages`: the first, so the project's, wins), as the resource loader lists
+/// them, each with what it selects of its extensions.
 fn listed_packages(sources: &Sources) -> Vec<ListedPackage> {
-    let project_root = sources.cwd.join(".pi");
-    let mut files = Vec::new();
-    if sources.project_trusted {
-        for dir in [".pi", ".tau"] {
-            files.push((sources.cwd.join(dir), project_root.clone(), "project"));
-        }
-    }
-    files.push((sources.agent_dir.clone(), sources.agent_dir.clone(), "user"));
-    let mut seen = std::collections::HashSet::new();
-    let mut listed = Vec::new();
-    for (base, root, scope) in files {
-        for (source, selection) in packages_in_file(&base.join("settings.json")) {
-            let parsed = PackageSource::parse(&source);
-            if seen.insert(parsed.identity(&base)) {
-                listed.push(ListedPackage {
-                    source,
-                    parsed,
-                    selection,
-                    base: base.clone(),
-                    root: root.clone(),
-                    scope,
-                });
-            }
-        }
-    }
-    listed
-}
-
-/// A settings file's `packages`: source strings or `{"source", "extensions"?}` objects. The
-/// settings loader reports a malformed file; here it lists nothing.
-fn packages_in_file(path: &Path) -> Vec<(String, Selection)> {
-    let Some(serde_json::Value::Array(items)) = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .and_then(|mut settings| settings.get_mut("packages").map(serde_json::Value::take))
-    else {
-        return Vec::new();
-    };
-    items
-        .iter()
-        .filter_map(|item| match item {
-            serde_json::Value::String(source) => Some((source.clone(), Selection::All)),
-            serde_json::Value::Object(object) => {
-                let source = object.get("source")?.as_str()?.to_string();
-                let selection = match object.get("extensions").and_then(|e| e.as_array()) {
+    packages::listed_packages(&sources.agent_dir, &sources.cwd, sources.project_trusted)
+        .into_iter()
+        .map(|package| {
+            let selection = match &package.filter {
+                None => Selection::All,
+                Some(object) => match object.get("extensions").and_then(|e| e.as_array()) {
                     Some(list) => Selection::Patterns(strings(list)),
                     None => Selection::Object,
-                };
-                Some((source, selection))
+                },
+            };
+            ListedPackage {
+                source: package.source,
+                parsed: package.parsed,
+                selection,
+                base: package.base,
+                root: package.root,
+                scope: package.scope,
             }
-            _ => None,
         })
         .collect()
 }
@@ -370,9 +338,7 @@ fn package_entries(
                 Some(list) if !list.is_empty() => from_manifest(&list),
                 _ => conventional(),
             };
-            tau_resources::packages::apply_patterns(all, patterns, root, |entry: &Entry| {
-                entry.path.as_path()
-            })
+            packages::apply_patterns(all, patterns, root, |entry: &Entry| entry.path.as_path())
         }
     })
 }

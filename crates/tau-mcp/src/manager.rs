@@ -659,14 +659,13 @@ impl Server {
         }
     }
 
-    async fn get_prompt(
+    /// The server's connection for one request, waiting for a start within the request's
+    /// deadline, and what is left of that deadline afterwards (at least a moment).
+    async fn connection_for_request(
         self: &Arc<Self>,
-        name: &str,
-        arguments: Map<String, Value>,
         cancel: &CancellationToken,
-    ) -> Result<rmcp::model::GetPromptResult, String> {
-        let timeout = self.options.request_timeout;
-        let deadline = Instant::now() + timeout;
+    ) -> Result<(Arc<Connection>, Duration), String> {
+        let deadline = Instant::now() + self.options.request_timeout;
         let connection = tokio::select! {
             () = cancel.cancelled() => return Err(CallError::Aborted.to_string()),
             connection = self.connection(deadline) => connection.map_err(|error| error.to_string())?,
@@ -674,6 +673,17 @@ impl Server {
         let remaining = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
+        Ok((connection, remaining))
+    }
+
+    async fn get_prompt(
+        self: &Arc<Self>,
+        name: &str,
+        arguments: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Result<rmcp::model::GetPromptResult, String> {
+        let timeout = self.options.request_timeout;
+        let (connection, remaining) = self.connection_for_request(cancel).await?;
         connection
             .get_prompt(name, arguments, remaining, cancel)
             .await
@@ -692,15 +702,7 @@ impl Server {
         on_progress: impl FnMut(Progress),
     ) -> Result<CallToolResult, String> {
         let timeout = self.options.request_timeout;
-        let deadline = Instant::now() + timeout;
-        let connection = tokio::select! {
-            () = cancel.cancelled() => return Err(CallError::Aborted.to_string()),
-            connection = self.connection(deadline) => connection.map_err(|error| error.to_string())?,
-        };
-        // What is left of the deadline after waiting for a start, at least a moment.
-        let remaining = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1));
+        let (connection, remaining) = self.connection_for_request(cancel).await?;
         let result = connection
             .call_tool(tool, arguments, remaining, cancel, on_progress)
             .await

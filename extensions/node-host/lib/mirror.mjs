@@ -2,7 +2,7 @@
 // tool lists synchronously, so every read is answered from here; tau keeps it current through the
 // `state` field of its frames and the host applies its own writes at once.
 
-import { randomUUID } from "./ids.mjs";
+import { randomUUID } from "node:crypto";
 
 /** The model fields tau keeps an extension's writes to (tau's `ModelPatch`). */
 const MODEL_FIELDS = new Set(["name", "reasoning", "contextWindow", "maxTokens"]);

@@ -3,7 +3,7 @@
 // needs a terminal is the no-op pi's RPC mode has. Without UI (json/print) every member is pi's
 // no-op column.
 
-import { randomUUID } from "./ids.mjs";
+import { randomUUID } from "node:crypto";
 import { getTheme } from "./packages.mjs";
 import { send } from "./wire.mjs";
 
