@@ -32,6 +32,9 @@ use tau_protocol::rpc::{
 const OUTBOUND_CAPACITY: usize = 1024;
 /// Capacity of the queue from the stdin reader, in records.
 const INBOUND_CAPACITY: usize = 64;
+/// At most this many queued extension actions and records are carried out in one turn of
+/// the loop.
+const BURST: usize = 1024;
 
 /// Why [`serve`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +116,9 @@ pub struct RpcServer {
     /// Extension commands whose `prompt` response is not written yet: a run their handler
     /// starts waits for them, as in pi.
     responses_pending: std::sync::Arc<tokio::sync::watch::Sender<usize>>,
+    /// A model-registry write left the extensions' mirror behind; refreshed at the end of
+    /// the burst of actions it came in (`refresh_mirror`).
+    mirror_stale: bool,
 }
 
 impl RpcServer {
@@ -129,6 +135,7 @@ impl RpcServer {
             commands_in_flight: std::sync::Arc::default(),
             command_answered: std::sync::Arc::default(),
             responses_pending: std::sync::Arc::new(tokio::sync::watch::Sender::new(0)),
+            mirror_stale: false,
         }
     }
 
@@ -247,6 +254,35 @@ impl RpcServer {
         }
     }
 
+    /// What the extensions' runner hands the loop: an action to carry out, a record to
+    /// write in its place in the output, or a barrier that waits for what came before it.
+    pub async fn carry_out(
+        &mut self,
+        work: tau_extensions::Work,
+        outlet: Option<&tau_session::ExtensionOutlet>,
+    ) {
+        match work {
+            tau_extensions::Work::Action(action) => self.apply_action(action).await,
+            tau_extensions::Work::Record(record, _waiting) => {
+                if let Some(outlet) = outlet {
+                    tau_extensions::Outlet::write(outlet, *record).await;
+                }
+            }
+            tau_extensions::Work::Barrier(done) => {
+                // Whoever waits reads the mirror next.
+                self.refresh_mirror();
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Brings the extensions' mirror up to date after registry writes.
+    pub fn refresh_mirror(&mut self) {
+        if std::mem::take(&mut self.mirror_stale) {
+            self.session.refresh_extension_state();
+        }
+    }
+
     /// Carries out an extension's `action` frame (docs/extensions.md §4) and answers it.
     pub async fn apply_action(&mut self, request: tau_extensions::ActionRequest) {
         let action = match request.frame.parse() {
@@ -257,6 +293,29 @@ impl RpcServer {
                 return;
             }
         };
+        // Registry writes come in bursts (an extension capping every model's context window
+        // writes hundreds, without awaiting them), and the mirror's keys hold the whole model
+        // list: rebuilding them after each write made a burst quadratic (seconds for 500
+        // models). They are carried out without it; the loop refreshes once the burst is
+        // over, and any other action first brings the mirror up to date.
+        if matches!(
+            action,
+            ExtensionAction::UpdateModel { .. }
+                | ExtensionAction::RegisterProvider { .. }
+                | ExtensionAction::UnregisterProvider { .. }
+        ) {
+            let outcome = match self.session.apply_extension_action(action).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(format!("{}: not carried out", request.frame.action)),
+            };
+            if let Err(error) = &outcome {
+                self.report_unanswered(&request, error).await;
+            }
+            request.reply(outcome);
+            self.mirror_stale = true;
+            return;
+        }
+        self.refresh_mirror();
         if let ExtensionAction::Compact {
             custom_instructions,
         } = action
@@ -1417,17 +1476,19 @@ where
                     Some(actions) => actions.recv().await,
                     None => std::future::pending().await,
                 }
-            } => match action {
-                tau_extensions::Work::Action(action) => server.apply_action(action).await,
-                tau_extensions::Work::Record(record, _waiting) => {
-                    if let Some(outlet) = &outlet {
-                        tau_extensions::Outlet::write(&**outlet, *record).await;
-                    }
+            } => {
+                server.carry_out(action, outlet.as_deref()).await;
+                // What is already queued goes in the same turn (bounded, so that input and
+                // signals are not kept waiting), then the mirror is refreshed once.
+                for _ in 0..BURST {
+                    let Some(work) = actions.as_mut().and_then(|actions| actions.try_recv().ok())
+                    else {
+                        break;
+                    };
+                    server.carry_out(work, outlet.as_deref()).await;
                 }
-                tau_extensions::Work::Barrier(done) => {
-                    let _ = done.send(());
-                }
-            },
+                server.refresh_mirror();
+            }
             discovered = async {
                 match startup.as_mut() {
                     Some(task) => task.await.unwrap_or_default(),

@@ -1023,7 +1023,9 @@ fn parallel_tool_calls_report_results_in_call_order() {
 #[test]
 fn abort_during_a_long_bash_kills_it_quickly() {
     let (mock, mut t) = setup();
-    mock.push(Reply::new().tool_call("b", "bash", json!({"command": "sleep 30; echo never"})));
+    // A duration unique to this test process: `pgrep` below must not see another run's.
+    let command = format!("sleep 30.{}; echo never", std::process::id());
+    mock.push(Reply::new().tool_call("b", "bash", json!({"command": command})));
     t.send(&json!({"id": "p", "type": "prompt", "message": "wait"}));
     t.event("tool_execution_start");
     std::thread::sleep(Duration::from_millis(200));
@@ -1050,7 +1052,7 @@ fn abort_during_a_long_bash_kills_it_quickly() {
     assert_eq!(last["message"]["stopReason"], "aborted");
     // No `sleep 30` is left behind.
     let ps = std::process::Command::new("pgrep")
-        .args(["-f", "sleep 30; echo never"])
+        .args(["-f", &command])
         .output()
         .unwrap();
     assert!(
@@ -1121,7 +1123,9 @@ fn follow_up_mode_all_delivers_every_follow_up_in_one_turn() {
 #[test]
 fn sigterm_during_a_long_bash_leaves_no_process_behind() {
     let (mock, mut t) = setup();
-    mock.push(Reply::new().tool_call("b", "bash", json!({"command": "sleep 31; echo never"})));
+    // A duration unique to this test process: `pgrep` below must not see another run's.
+    let command = format!("sleep 31.{}; echo never", std::process::id());
+    mock.push(Reply::new().tool_call("b", "bash", json!({"command": command})));
     t.send(&json!({"id": "p", "type": "prompt", "message": "wait"}));
     t.event("tool_execution_start");
     std::thread::sleep(Duration::from_millis(200));
@@ -1129,7 +1133,7 @@ fn sigterm_during_a_long_bash_leaves_no_process_behind() {
     let status = t.wait_exit(Duration::from_secs(10));
     assert_eq!(status.code(), Some(143), "{}", t.stderr());
     let ps = std::process::Command::new("pgrep")
-        .args(["-f", "sleep 31; echo never"])
+        .args(["-f", &command])
         .output()
         .unwrap();
     assert!(

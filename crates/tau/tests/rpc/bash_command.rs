@@ -60,8 +60,14 @@ fn large_output_keeps_the_tail_and_the_whole_in_a_temp_file() {
 #[test]
 fn abort_bash_stops_the_newest_command_then_the_next() {
     let (_mock, mut t) = setup();
-    t.send(&json!({"id": "slow1", "type": "bash", "command": "sleep 41"}));
-    t.send(&json!({"id": "slow2", "type": "bash", "command": "echo started; sleep 42"}));
+    // Durations unique to this test process, so that `pgrep` below cannot see the commands
+    // of another test run on the same machine.
+    let first_sleep = format!("sleep 41.{}", std::process::id());
+    let second_sleep = format!("sleep 42.{}", std::process::id());
+    t.send(&json!({"id": "slow1", "type": "bash", "command": first_sleep}));
+    t.send(
+        &json!({"id": "slow2", "type": "bash", "command": format!("echo started; {second_sleep}")}),
+    );
     std::thread::sleep(Duration::from_millis(300));
     // The input loop is not blocked by running commands.
     assert_eq!(t.request(json!({"type": "get_state"}))["success"], true);
@@ -78,7 +84,7 @@ fn abort_bash_stops_the_newest_command_then_the_next() {
     assert_eq!(first["data"]["cancelled"], true);
     assert!(first["data"].get("exitCode").is_none());
     assert!(started.elapsed() < Duration::from_secs(5));
-    for pattern in ["sleep 41", "sleep 42"] {
+    for pattern in [&first_sleep, &second_sleep] {
         let ps = std::process::Command::new("pgrep")
             .args(["-f", pattern])
             .output()

@@ -102,13 +102,26 @@ fn position(labels: &[String], wanted: &str) -> usize {
 
 #[test]
 fn a_prompt_written_the_moment_agent_end_is_read_is_never_refused() {
+    // 300 prompts in all, as three sessions of 100 side by side: the same number of chances
+    // for the race, without each request carrying a 300-run history.
+    let sessions: Vec<_> = (0..3)
+        .map(|_| std::thread::spawn(prompts_at_agent_end))
+        .collect();
+    for session in sessions {
+        if let Err(panic) = session.join() {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+fn prompts_at_agent_end() {
     let (mock, mut t) = start(
         "openai-completions",
         100_000,
         json!({"retry": {"baseDelayMs": 1}}),
         |b| b,
     );
-    const RUNS: usize = 300;
+    const RUNS: usize = 100;
     // Every fifth run fails once first, so its first agent_end is followed by a retry: the
     // next prompt then arrives during post-run work, not only after it.
     for run in 0..RUNS {
