@@ -5,7 +5,7 @@ the same run, against tau-mock-llm.
 
     python3 bench/acp.py [--runs 7] [--deltas 10000] [--pi /tmp/pi-ref]
                          [--pi-acp /tmp/pi-acp-bench] [--pi-acp-old /tmp/pi-acp-old]
-                         [--only tau] [--no-build]
+                         [--only tau] [--no-build] [--tau-also /path/to/other/tau]
 
 Targets (each one a separate process tree, started fresh for every run):
 
@@ -13,6 +13,8 @@ Targets (each one a separate process tree, started fresh for every run):
   pi-acp <latest> + tau      pi-acp, whose `pi` is tau (a shim named `pi` first on its PATH)
   pi-acp <old> + tau         pi-acp 0.0.24 (the release before 0.0.34 on npm), over tau
   pi-acp <old> + pi 0.79     the same adapter over pi 0.79 itself
+  tau acp [NAME]             with --tau-also: another tau binary (an earlier build, say) in the
+                             same interleaved rounds, so before/after figures share one run
 
 pi-acp 0.0.34 needs RPC commands and events pi 0.79 does not have
 (`get_available_thinking_levels`, `agent_settled`), so with pi 0.79 behind it the latest
@@ -315,6 +317,7 @@ def main():
     parser.add_argument("--pi-acp-old", default="/tmp/pi-acp-old")
     parser.add_argument("--only", help="run only the targets whose name contains this")
     parser.add_argument("--no-build", action="store_true")
+    parser.add_argument("--tau-also", metavar="PATH", help="another tau binary to run beside target/dist/tau")
     args = parser.parse_args()
     if not args.no_build:
         subprocess.run(["cargo", "build", "--profile", "dist", "--quiet", "-p", "tau", "-p", "tau-mock-llm"],
@@ -359,6 +362,8 @@ def main():
     pi = os.path.join(args.pi, "node_modules/.bin/pi")
     have_pi = os.path.exists(pi)
     target("tau acp", [TAU, "--mode", "acp"], None)
+    if args.tau_also:
+        target("tau acp [%s]" % os.path.basename(args.tau_also), [args.tau_also, "--mode", "acp"], None)
     new_v, old_v = pkg_version(args.pi_acp), pkg_version(args.pi_acp_old)
     new_js = os.path.join(args.pi_acp, "node_modules/pi-acp/dist/index.js")
     old_js = os.path.join(args.pi_acp_old, "node_modules/pi-acp/dist/index.js")

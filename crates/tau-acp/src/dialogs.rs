@@ -1,5 +1,6 @@
 //! Extension dialogs in ACP: a `confirm` or `select` becomes a `session/request_permission`
-//! on the session the extensions are bound to (shown as a tool call of its own), and its
+//! on the session whose extensions asked (each session has its own; decision T103), shown as
+//! a tool call of its own, and its
 //! answer goes back to the extension; `input` and `editor`, which ACP has no request for, are
 //! answered `cancelled` at once. Everything else extensions write for RPC clients
 //! (notifications, status, widgets) is dropped. This runs beside the server's loop, since the
@@ -21,11 +22,11 @@ use tau_session::Outbound;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-/// What the dialog task and the connection's `session/cancel` handler share.
+/// What the dialog tasks and the connection's `session/cancel` handler share.
 #[derive(Default)]
 pub struct Dialogs {
-    /// The session the extensions are bound to, once one is open.
-    bound: Mutex<Option<String>>,
+    /// Each session's extensions, once they are bound to it.
+    sets: Mutex<HashMap<String, Arc<tau_extensions::Extensions>>>,
     /// Open permission requests by dialog id: their session and their task.
     open: Mutex<HashMap<String, (String, AbortHandle)>>,
     /// Sessions a `session/cancel` came for, until the server's loop has seen it: a prompt
@@ -34,15 +35,12 @@ pub struct Dialogs {
 }
 
 impl Dialogs {
-    pub fn bind(&self, session: &str) {
-        *self.bound.lock().unwrap_or_else(PoisonError::into_inner) = Some(session.to_string());
-    }
-
-    fn bound(&self) -> Option<String> {
-        self.bound
+    /// Notes the extensions bound to `session`, whose dialogs a `session/cancel` withdraws.
+    pub fn bind(&self, session: &str, extensions: Arc<tau_extensions::Extensions>) {
+        self.sets
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .insert(session.to_string(), extensions);
     }
 
     /// Notes a `session/cancel` for `session`.
@@ -63,7 +61,16 @@ impl Dialogs {
 
     /// Withdraws the session's open requests (their tasks end, which cancels the request on
     /// the wire) and answers their dialogs `cancelled`.
-    pub fn cancel_session(&self, session: &str, extensions: &tau_extensions::Extensions) {
+    pub fn cancel_session(&self, session: &str) {
+        let Some(extensions) = self
+            .sets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .cloned()
+        else {
+            return;
+        };
         let withdrawn: Vec<(String, AbortHandle)> = {
             let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
             let ids: Vec<String> = open
@@ -92,12 +99,13 @@ fn cancelled(id: &str) -> ExtensionUiResponse {
     }
 }
 
-/// Reads what the extensions write until every writer is gone.
+/// Reads what `session`'s extensions write until every writer is gone.
 pub async fn serve(
     mut records: mpsc::Receiver<Outbound>,
     cx: ConnectionTo<Client>,
     extensions: Arc<tau_extensions::Extensions>,
     dialogs: Arc<Dialogs>,
+    session: String,
 ) {
     while let Some(outbound) = records.recv().await {
         let Outbound::Record(record) = outbound else {
@@ -106,7 +114,7 @@ pub async fn serve(
         let OutboundRecord::ExtensionUiRequest(request) = *record else {
             continue;
         };
-        open(request, &cx, &extensions, &dialogs);
+        open(request, &cx, &extensions, &dialogs, &session);
     }
 }
 
@@ -115,6 +123,7 @@ fn open(
     cx: &ConnectionTo<Client>,
     extensions: &Arc<tau_extensions::Extensions>,
     dialogs: &Arc<Dialogs>,
+    session: &str,
 ) {
     let (title, message, options, choices) = match request.method {
         UiMethod::Confirm { title, message, .. } => (
@@ -148,10 +157,7 @@ fn open(
         }
         _ => return,
     };
-    let Some(session) = dialogs.bound() else {
-        extensions.resolve_ui(&cancelled(&request.id));
-        return;
-    };
+    let session = session.to_string();
     let call_id = format!("dialog-{}", request.id);
     let content: Vec<ToolCallContent> = message
         .iter()

@@ -19,4 +19,4 @@ pub mod transport;
 pub mod updates;
 
 pub use error::AcpError;
-pub use server::{AcpExtensions, ExitReason, Launcher, serve};
+pub use server::{AcpExtensions, ExitReason, ExtensionLoader, Launcher, serve};

@@ -56,12 +56,21 @@ pub enum ExitReason {
     OutputFailed,
 }
 
-/// Extensions loaded before the server starts (the binary's `LoadedExtensions`).
+/// A running set of the extensions (the binary's `LoadedExtensions`): the one loaded before
+/// the server starts, or one started for a later session.
 pub struct AcpExtensions {
     pub set: Arc<tau_extensions::Extensions>,
     pub actions: mpsc::UnboundedReceiver<tau_extensions::Work>,
     pub outlet: Arc<tau_session::ExtensionOutlet>,
 }
+
+/// Starts the run's extensions afresh (the same entries, trust and flags as the set loaded at
+/// start-up): every session after the first gets a set of its own (decision T103).
+pub type ExtensionLoader = Box<
+    dyn Fn() -> futures::future::BoxFuture<'static, Result<Option<AcpExtensions>, String>>
+        + Send
+        + Sync,
+>;
 
 /// What a session is made from: the binary's configuration, settings and MCP servers as
 /// the trust decision left them, and a way to build the model registry afresh (with the
@@ -74,6 +83,8 @@ pub struct Launcher {
     pub mcp_servers: Vec<tau_session::mcp::McpServer>,
     pub mcp_options: tau_session::mcp::McpOptions,
     pub version: String,
+    /// Starts the extensions for each session after the first (none without extensions).
+    pub load_extensions: Option<ExtensionLoader>,
 }
 
 impl Launcher {
@@ -233,6 +244,8 @@ struct Slot {
     pending: Option<Responder<PromptResponse>>,
     /// `session/cancel` came for the pending prompt.
     cancelled: bool,
+    /// Where the session's extensions write for RPC clients, let go of at exit.
+    outlet: Option<Arc<tau_session::ExtensionOutlet>>,
 }
 
 /// Runs ACP over `input`/`output` until the client closes the connection, `shutdown`
@@ -293,15 +306,12 @@ where
     let cancel_tx = tx.clone();
     let shared_dialogs = Arc::new(Dialogs::default());
     let cancel_dialogs = Arc::clone(&shared_dialogs);
-    let cancel_extensions = extensions.as_ref().map(|loaded| Arc::clone(&loaded.set));
     let builder = builder.on_receive_notification(
         async move |notification: CancelNotification, _cx| {
             // Here rather than in the loop: the loop may be waiting on the handler whose
             // dialog this withdraws.
             cancel_dialogs.mark_cancelled(&notification.session_id.0);
-            if let Some(extensions) = &cancel_extensions {
-                cancel_dialogs.cancel_session(&notification.session_id.0, extensions);
-            }
+            cancel_dialogs.cancel_session(&notification.session_id.0);
             let _ = cancel_tx.send(Incoming::Cancel(notification));
             Ok(())
         },
@@ -309,22 +319,21 @@ where
     );
     drop(tx);
     let lines = Lines::new(transport::line_sink(outgoing), incoming);
+    let (work_tx, work) = mpsc::unbounded_channel();
     let server = Server {
         launcher,
         slots: HashMap::new(),
-        extensions: extensions.as_ref().map(|loaded| Arc::clone(&loaded.set)),
-        bound: None,
+        spare: extensions,
+        work_tx,
         dialogs: shared_dialogs,
         commands: HashMap::new(),
         client_fs: (false, false),
-    };
-    let (actions, outlet) = match extensions {
-        Some(loaded) => (Some(loaded.actions), Some(loaded.outlet)),
-        None => (None, None),
+        http: None,
+        stale_mirrors: std::collections::HashSet::new(),
     };
     let result = builder
         .connect_with(lines, async move |cx: ConnectionTo<Client>| {
-            Ok(server.run(cx, rx, actions, outlet, shutdown).await)
+            Ok(server.run(cx, rx, work, shutdown).await)
         })
         .await;
     // Every sender of the writer's channel is gone with the connection: it drains and ends.
@@ -345,17 +354,27 @@ where
     }
 }
 
+/// At most this many queued extension work items are carried out in one turn of the loop.
+const WORK_BURST: usize = 1024;
+
 struct Server {
     launcher: Launcher,
     slots: HashMap<String, Slot>,
-    extensions: Option<Arc<tau_extensions::Extensions>>,
-    /// The session the extensions are bound to: the first one opened (decision T92).
-    bound: Option<String>,
+    /// The extensions loaded at start-up, until the first session takes them.
+    spare: Option<AcpExtensions>,
+    /// Where each bound set's work (`action` frames, barriers) comes in, with its session.
+    work_tx: mpsc::UnboundedSender<(String, tau_extensions::Work)>,
     dialogs: Arc<Dialogs>,
     /// The extension command each session runs, cancelled by `session/cancel`.
     commands: HashMap<String, CancellationToken>,
     /// The client offered `fs/read_text_file` and `fs/write_text_file`.
     client_fs: (bool, bool),
+    /// One HTTP client for every session: they share its connections to the providers, and
+    /// it is made when the first session opens rather than on the first prompt.
+    http: Option<tau_ai::provider::HttpClient>,
+    /// Sessions whose extensions' mirror a model-registry write left behind: refreshed at the
+    /// end of the burst of work it came in (`refresh_mirrors`).
+    stale_mirrors: std::collections::HashSet<String>,
 }
 
 impl Server {
@@ -363,22 +382,9 @@ impl Server {
         mut self,
         cx: ConnectionTo<Client>,
         mut rx: mpsc::UnboundedReceiver<Incoming>,
-        mut actions: Option<mpsc::UnboundedReceiver<tau_extensions::Work>>,
-        outlet: Option<Arc<tau_session::ExtensionOutlet>>,
+        mut work: mpsc::UnboundedReceiver<(String, tau_extensions::Work)>,
         shutdown: impl Future<Output = i32>,
     ) -> ExitReason {
-        // What extensions write for RPC clients: their dialogs become permission requests,
-        // the rest is dropped.
-        if let (Some(outlet), Some(extensions)) = (&outlet, &self.extensions) {
-            let (records_tx, records_rx) = mpsc::channel::<Outbound>(EVENTS_CAPACITY);
-            outlet.attach(EventSink::new(records_tx)).await;
-            tokio::spawn(dialogs::serve(
-                records_rx,
-                cx.clone(),
-                Arc::clone(extensions),
-                Arc::clone(&self.dialogs),
-            ));
-        }
         tokio::pin!(shutdown);
         let closed = cx.incoming_closed();
         tokio::pin!(closed);
@@ -397,24 +403,39 @@ impl Server {
                 Some((id, outbound)) = next_event(&mut self.slots) => {
                     self.on_outbound(&cx, &id, outbound);
                 }
+                Some((id, item)) = work.recv() => {
+                    self.on_work(&id, item).await;
+                    // What is already queued goes in the same turn (bounded, so that requests
+                    // are not kept waiting), then the mirrors are refreshed once.
+                    for _ in 0..WORK_BURST {
+                        let Ok((id, item)) = work.try_recv() else {
+                            break;
+                        };
+                        self.on_work(&id, item).await;
+                    }
+                    self.refresh_mirrors();
+                }
                 Some(work) = async {
-                    match actions.as_mut() {
-                        Some(actions) => actions.recv().await,
+                    match self.spare.as_mut() {
+                        Some(spare) => spare.actions.recv().await,
                         None => std::future::pending().await,
                     }
-                } => self.on_work(work).await,
+                } => unbound_work(work),
                 incoming = rx.recv() => match incoming {
                     Some(incoming) => self.handle(&cx, incoming).await,
                     None => break ExitReason::InputClosed,
                 },
             }
         };
-        drop(actions);
+        drop(work);
         for slot in self.slots.values_mut() {
             slot.session.runs_mut().abort().await;
         }
-        if let Some(extensions) = &self.extensions {
-            if reason != ExitReason::OutputFailed && self.bound.is_some() {
+        for slot in self.slots.values() {
+            let Some(extensions) = slot.session.extension_binding().extensions() else {
+                continue;
+            };
+            if reason != ExitReason::OutputFailed {
                 tau_session::extension_hooks::notify(
                     extensions,
                     ExtensionEvent::SessionShutdown {
@@ -427,11 +448,14 @@ impl Server {
             }
             extensions.shutdown();
         }
+        if let Some(spare) = self.spare.take() {
+            spare.set.shutdown();
+        }
         // No MCP server may outlive tau.
         for slot in self.slots.values() {
             slot.session.shutdown_mcp().await;
         }
-        if let Some(outlet) = outlet {
+        for outlet in self.slots.values().filter_map(|slot| slot.outlet.as_ref()) {
             outlet.detach().await;
         }
         reason
@@ -518,9 +542,14 @@ impl Server {
         &mut self,
         cx: &ConnectionTo<Client>,
         id: String,
-        session: AgentSession,
+        mut session: AgentSession,
         events: mpsc::Receiver<Outbound>,
     ) {
+        let http = self
+            .http
+            .get_or_insert_with(tau_ai::provider::http_client)
+            .clone();
+        session.runs_mut().share_client(http);
         let (read, write) = self.client_fs;
         if read || write {
             session.tools().set_client_files(Arc::new(ClientFiles {
@@ -539,24 +568,67 @@ impl Server {
                 translator,
                 pending: None,
                 cancelled: false,
+                outlet: None,
             },
         );
     }
 
-    /// Binds the extensions to the first session opened: `session_start`, then the paths
-    /// `resources_discover` adds.
-    async fn bind_extensions(&mut self, id: &str) {
-        let Some(extensions) = self.extensions.clone() else {
-            return;
-        };
-        if self.bound.is_some() {
-            return;
+    /// A set of the extensions for a session being opened: the one loaded at start-up for
+    /// the first, a new one for each after it (decision T103); none without extensions.
+    async fn extensions_for_session(&mut self) -> Result<Option<AcpExtensions>, AcpError> {
+        if let Some(spare) = self.spare.take() {
+            return Ok(Some(spare));
         }
+        let Some(load) = &self.launcher.load_extensions else {
+            return Ok(None);
+        };
+        load().await.map_err(|err| {
+            AcpError::Session(format!(
+                "the extensions could not start for this session: {err}"
+            ))
+        })
+    }
+
+    /// Binds a set of the extensions to the session `id`: what they write for RPC clients
+    /// goes to the dialogs (their `confirm` and `select` as permission requests on this
+    /// session), their actions to this session, then `session_start` and the paths
+    /// `resources_discover` adds.
+    async fn bind_extensions(
+        &mut self,
+        cx: &ConnectionTo<Client>,
+        id: &str,
+        loaded: AcpExtensions,
+    ) {
+        let AcpExtensions {
+            set: extensions,
+            mut actions,
+            outlet,
+        } = loaded;
         let Some(slot) = self.slots.get_mut(id) else {
+            extensions.shutdown();
             return;
         };
-        self.bound = Some(id.to_string());
-        self.dialogs.bind(id);
+        let (records_tx, records_rx) = mpsc::channel::<Outbound>(EVENTS_CAPACITY);
+        outlet.attach(EventSink::new(records_tx)).await;
+        slot.outlet = Some(outlet);
+        tokio::spawn(dialogs::serve(
+            records_rx,
+            cx.clone(),
+            Arc::clone(&extensions),
+            Arc::clone(&self.dialogs),
+            id.to_string(),
+        ));
+        self.dialogs.bind(id, Arc::clone(&extensions));
+        // The set's work joins the loop's, marked with its session, in the order it came.
+        let work_tx = self.work_tx.clone();
+        let session = id.to_string();
+        tokio::spawn(async move {
+            while let Some(work) = actions.recv().await {
+                if work_tx.send((session.clone(), work)).is_err() {
+                    break;
+                }
+            }
+        });
         slot.session.set_extensions(Arc::clone(&extensions));
         tau_session::extension_hooks::notify(
             &extensions,
@@ -593,9 +665,19 @@ impl Server {
                 return;
             }
         };
+        let extensions = match self.extensions_for_session().await {
+            Ok(extensions) => extensions,
+            Err(err) => {
+                session.shutdown_mcp().await;
+                let _ = responder.respond_with_error(err.to_rpc());
+                return;
+            }
+        };
         let id = session.conversation().session_id();
         self.insert(cx, id.clone(), session, events);
-        self.bind_extensions(&id).await;
+        if let Some(extensions) = extensions {
+            self.bind_extensions(cx, &id, extensions).await;
+        }
         let Some(slot) = self.slots.get(&id) else {
             return;
         };
@@ -625,14 +707,25 @@ impl Server {
                 &request.mcp_servers,
                 EventSink::new(sink_tx),
             );
-            match opened {
-                Ok(session) => self.insert(cx, id.clone(), session, events),
+            let session = match opened {
+                Ok(session) => session,
                 Err(err) => {
                     let _ = responder.respond_with_error(err.to_rpc());
                     return;
                 }
+            };
+            let extensions = match self.extensions_for_session().await {
+                Ok(extensions) => extensions,
+                Err(err) => {
+                    session.shutdown_mcp().await;
+                    let _ = responder.respond_with_error(err.to_rpc());
+                    return;
+                }
+            };
+            self.insert(cx, id.clone(), session, events);
+            if let Some(extensions) = extensions {
+                self.bind_extensions(cx, &id, extensions).await;
             }
-            self.bind_extensions(&id).await;
         }
         let Some(slot) = self.slots.get_mut(&id) else {
             let _ = responder.respond_with_error(AcpError::UnknownSession(id).to_rpc());
@@ -892,9 +985,9 @@ impl Server {
         );
     }
 
-    /// What an extension asks for (its `action` frames): carried out on the session it is
-    /// bound to as far as that needs no RPC client; the rest is refused (decision T92).
-    async fn on_work(&mut self, work: tau_extensions::Work) {
+    /// What a session's extensions ask for (their `action` frames): carried out on that
+    /// session as far as that needs no RPC client; the rest is refused (decision T92).
+    async fn on_work(&mut self, id: &str, work: tau_extensions::Work) {
         match work {
             tau_extensions::Work::Action(request) => {
                 let action = match request.frame.parse() {
@@ -904,10 +997,22 @@ impl Server {
                         return;
                     }
                 };
-                let Some(slot) = self.bound.as_ref().and_then(|id| self.slots.get_mut(id)) else {
-                    request.reply(Err("no session is open yet".to_string()));
+                let Some(slot) = self.slots.get_mut(id) else {
+                    request.reply(Err("the session is closed".to_string()));
                     return;
                 };
+                if tau_session::extension_binding::writes_only_the_registry(&action) {
+                    let name = request.frame.action.clone();
+                    match slot.session.apply_extension_action(action).await {
+                        Ok(outcome) => request.reply(outcome),
+                        Err(_) => request.reply(Err(format!("{name}: not carried out"))),
+                    }
+                    self.stale_mirrors.insert(id.to_string());
+                    return;
+                }
+                if self.stale_mirrors.remove(id) {
+                    slot.session.refresh_extension_state();
+                }
                 if let Some(outcome) = slot
                     .session
                     .extension_binding()
@@ -926,8 +1031,32 @@ impl Server {
             }
             tau_extensions::Work::Record(..) => {}
             tau_extensions::Work::Barrier(done) => {
+                // Whoever waits reads the mirror next.
+                self.refresh_mirrors();
                 let _ = done.send(());
             }
+        }
+    }
+
+    /// Brings the mirrors that registry writes left behind up to date.
+    fn refresh_mirrors(&mut self) {
+        for id in std::mem::take(&mut self.stale_mirrors) {
+            if let Some(slot) = self.slots.get(&id) {
+                slot.session.refresh_extension_state();
+            }
+        }
+    }
+}
+
+/// What the extensions loaded at start-up ask for before any session has them: refused.
+fn unbound_work(work: tau_extensions::Work) {
+    match work {
+        tau_extensions::Work::Action(request) => {
+            request.reply(Err("no session is open yet".to_string()));
+        }
+        tau_extensions::Work::Record(..) => {}
+        tau_extensions::Work::Barrier(done) => {
+            let _ = done.send(());
         }
     }
 }

@@ -293,17 +293,8 @@ impl RpcServer {
                 return;
             }
         };
-        // Registry writes come in bursts (an extension capping every model's context window
-        // writes hundreds, without awaiting them), and the mirror's keys hold the whole model
-        // list: rebuilding them after each write made a burst quadratic (seconds for 500
-        // models). They are carried out without it; the loop refreshes once the burst is
-        // over, and any other action first brings the mirror up to date.
-        if matches!(
-            action,
-            ExtensionAction::UpdateModel { .. }
-                | ExtensionAction::RegisterProvider { .. }
-                | ExtensionAction::UnregisterProvider { .. }
-        ) {
+        // The mirror is refreshed once the burst is over, or before any other action.
+        if tau_session::extension_binding::writes_only_the_registry(&action) {
             let outcome = match self.session.apply_extension_action(action).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(format!("{}: not carried out", request.frame.action)),

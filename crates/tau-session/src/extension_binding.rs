@@ -17,6 +17,20 @@ use crate::conversation::Conversation;
 use crate::extension_actions::ImmediateActions;
 use crate::extension_state::ExtensionState;
 
+/// Whether `action` only writes the model registry. Such writes come in bursts (an extension
+/// capping every model's context window writes hundreds without awaiting them), and the
+/// mirror's keys hold the whole model list: refreshing the mirror after each write makes a
+/// burst quadratic (seconds for the 500 models of the catalog). Front-ends carry a burst out
+/// whole and refresh the mirror once after it, and before any other action.
+pub fn writes_only_the_registry(action: &ExtensionAction) -> bool {
+    matches!(
+        action,
+        ExtensionAction::UpdateModel { .. }
+            | ExtensionAction::RegisterProvider { .. }
+            | ExtensionAction::UnregisterProvider { .. }
+    )
+}
+
 /// The keys of the mirror only the session knows, as of the last command.
 #[derive(Debug)]
 pub(crate) struct SessionKeys<'a> {

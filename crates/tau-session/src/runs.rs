@@ -75,6 +75,12 @@ impl Runs {
             .is_some_and(|run| run.running.load(Ordering::Acquire))
     }
 
+    /// Gives the session a client made beforehand (a front-end with several sessions shares
+    /// one, so they share its connections and none builds its own on its first prompt).
+    pub fn share_client(&mut self, client: tau_ai::provider::HttpClient) {
+        self.client = Some(client);
+    }
+
     /// The session's HTTP client.
     pub(crate) fn client(&mut self) -> tau_ai::provider::HttpClient {
         self.client

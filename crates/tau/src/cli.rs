@@ -375,6 +375,19 @@ pub fn parse_in(
     if mode == RunMode::Acp && !cli.messages.is_empty() {
         return Err("messages are not taken on the command line in ACP mode".to_string());
     }
+    // The client opens sessions in ACP mode (decision T104).
+    if mode == RunMode::Acp
+        && (cli.session.is_some()
+            || cli.session_id.is_some()
+            || cli.fork.is_some()
+            || cli.r#continue)
+    {
+        return Err(
+            "--session, --session-id, --fork and --continue are not taken in ACP mode: the \
+             editor opens sessions (session/new, or session/load with an id from session/list)"
+                .to_string(),
+        );
+    }
     if cli.resume {
         return Err("--resume needs an interactive terminal, which tau does not have".to_string());
     }

@@ -196,7 +196,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     }
     let reported = settings.warnings().len();
     // Trust is decided first: until then nothing of the project's may run or apply.
-    let (trusted, extensions) = runtime.block_on(load_extensions(
+    let (trusted, extensions, extension_entries) = runtime.block_on(load_extensions(
         &options.cli,
         options.mode,
         &config,
@@ -368,6 +368,17 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
             mcp_servers: mcp.servers.clone(),
             mcp_options: mcp_options.clone(),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            // Each session after the first starts the same extensions afresh (T103).
+            load_extensions: extensions.is_some().then(|| {
+                acp_extension_loader(
+                    extension_entries,
+                    options.mode,
+                    config.clone(),
+                    settings.clone(),
+                    trusted,
+                    flag_values.clone(),
+                )
+            }),
         }
     });
     let make_session = |sink| {
@@ -477,7 +488,11 @@ async fn load_extensions(
     mode: RunMode,
     config: &SessionConfig,
     settings: &mut Settings,
-) -> anyhow::Result<(bool, Option<tau_rpc::LoadedExtensions>)> {
+) -> anyhow::Result<(
+    bool,
+    Option<tau_rpc::LoadedExtensions>,
+    Vec<tau_extensions::Entry>,
+)> {
     let sources = |project_trusted| tau_extensions::Sources {
         cli: cli.extension.clone(),
         no_discovery: cli.no_extensions,
@@ -510,7 +525,7 @@ async fn load_extensions(
         let list = discover(trusted)?;
         package_warnings(trusted);
         let loaded = start_extensions(&list, mode, config, settings, trusted).await?;
-        return Ok((trusted, loaded));
+        return Ok((trusted, loaded, list));
     }
     // The pre-pass: only what the user chose runs before the project is trusted, and is
     // asked first.
@@ -539,7 +554,7 @@ async fn load_extensions(
     };
     package_warnings(trusted);
     if !trusted {
-        return Ok((false, prepass));
+        return Ok((false, prepass, untrusted));
     }
     let timeouts_before = timeouts(settings);
     settings.trust_project();
@@ -547,7 +562,7 @@ async fn load_extensions(
     if trusted_list == untrusted && timeouts(settings) == timeouts_before {
         // Nothing more to start: the pre-pass set is the run's, and learns of the trust
         // from the session's first state.
-        return Ok((true, prepass));
+        return Ok((true, prepass, trusted_list));
     }
     // pi adds the project's extensions to the instances it already has; tau starts the whole
     // list afresh, so the command line's and the user's factories run a second time (T70).
@@ -555,7 +570,37 @@ async fn load_extensions(
         loaded.set.shutdown();
     }
     let loaded = start_extensions(&trusted_list, mode, config, settings, true).await?;
-    Ok((true, loaded))
+    Ok((true, loaded, trusted_list))
+}
+
+/// What starts `entries` again for each ACP session after the first, with the flags the
+/// command line gave them.
+fn acp_extension_loader(
+    entries: Vec<tau_extensions::Entry>,
+    mode: RunMode,
+    config: SessionConfig,
+    settings: Settings,
+    trusted: bool,
+    flags: std::collections::HashMap<String, serde_json::Value>,
+) -> tau_acp::ExtensionLoader {
+    let shared = std::sync::Arc::new((entries, config, settings, flags));
+    Box::new(move || {
+        let shared = std::sync::Arc::clone(&shared);
+        Box::pin(async move {
+            let (entries, config, settings, flags) = &*shared;
+            let loaded = start_extensions(entries, mode, config, settings, trusted)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(loaded.map(|loaded| {
+                loaded.set.set_flags(flags);
+                tau_acp::AcpExtensions {
+                    set: loaded.set,
+                    actions: loaded.actions,
+                    outlet: loaded.outlet,
+                }
+            }))
+        })
+    })
 }
 
 /// The extensions' deadlines (settings `extensionTimeouts`; `0` waits for ever).

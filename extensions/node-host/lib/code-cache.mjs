@@ -1,12 +1,16 @@
-// Owns loading the big CommonJS bundles the host runs on every start or first load (jiti, and
-// the babel transform jiti uses on a transpile-cache miss) with V8's code cache, which Node 20
-// has no switch for (`module.enableCompileCache` came in Node 22.1). Compiling jiti is ~9 ms of
-// each start; babel is ~185 ms of CPU to require and ~85 ms more for its first transform, paid
-// by every extension the first time it is loaded or after it changes. scripts/cache-code.mjs
-// writes the caches at install, after running both once, so the functions a load runs are in
-// them too, not only the files' top levels.
+// Owns loading the big CommonJS bundles the host runs on every start or first load (jiti, the
+// babel transform jiti uses on a transpile-cache miss, and TypeBox as scripts/bundle-typebox.mjs
+// writes it) with V8's code cache, which Node 20 has no switch for (`module.enableCompileCache`
+// came in Node 22.1). Compiling jiti is ~9 ms of each start and TypeBox ~15 ms of each load of
+// an extension that uses it; babel is ~185 ms of CPU to require and ~85 ms more for its first
+// transform, paid by every extension the first time it is loaded or after it changes.
+// scripts/cache-code.mjs writes the caches at install, after running all three once, so the
+// functions a load runs are in them too, not only the files' top levels. A cache is used only
+// for the very file it was written from (its size and time), and V8 rejects one that another
+// Node or other flags wrote, or that is damaged: either way the file is compiled as usual.
 
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { Script } from "node:vm";
@@ -21,31 +25,40 @@ export function codeCachePath(file) {
 }
 
 // V8 checks only the source's length; the size and modification time in the cache's first line
-// keep a cache from being used for another file of the same length.
+// keep a cache from being used for another file of the same length. V8 also trusts the cache's
+// contents (a damaged one crashes the process), so the line ends with their hash.
 function stampOf(file) {
 	const { size, mtimeMs } = statSync(file);
 	return `${size} ${mtimeMs}`;
 }
 
+function hashOf(data) {
+	return createHash("sha1").update(data).digest("hex");
+}
+
 /**
  * `require(file)` for a self-contained CommonJS file, compiled with its code cache when one
  * was written for exactly this file. A missing or rejected cache (another Node version) only
- * means the code is compiled, as a require would.
+ * means the code is compiled, as a require would. `standIns` answer the file's own `require` of
+ * the specifiers they name instead of Node.
  */
-export function requireWithCodeCache(file) {
+export function requireWithCodeCache(file, standIns) {
 	const source = readFileSync(file, "utf8");
 	let cachedData;
 	try {
 		const cache = readFileSync(codeCachePath(file));
 		const header = cache.indexOf(10);
-		if (header > 0 && cache.toString("latin1", 0, header) === stampOf(file)) cachedData = cache.subarray(header + 1);
+		const data = cache.subarray(header + 1);
+		if (header > 0 && cache.toString("latin1", 0, header) === `${stampOf(file)} ${hashOf(data)}`) cachedData = data;
 	} catch {
 		// No cache: compiled as usual.
 	}
 	const script = new Script(WRAPPER[0] + source + WRAPPER[1], { filename: file, cachedData });
 	loaded.set(file, { script, cache: cachedData === undefined ? "none" : script.cachedDataRejected ? "rejected" : "used" });
 	const module = { exports: {}, id: file, filename: file, loaded: false };
-	script.runInThisContext().call(module.exports, module.exports, createRequire(file), module, file, dirname(file));
+	const nodeRequire = createRequire(file);
+	const require = standIns ? Object.assign((id) => (Object.hasOwn(standIns, id) ? standIns[id] : nodeRequire(id)), nodeRequire) : nodeRequire;
+	script.runInThisContext().call(module.exports, module.exports, require, module, file, dirname(file));
 	module.loaded = true;
 	return module.exports;
 }
@@ -59,7 +72,11 @@ export function codeCacheUse() {
  * (for scripts/cache-code.mjs). */
 export function writeCodeCaches() {
 	for (const [file, { script }] of loaded) {
-		writeFileSync(codeCachePath(file), Buffer.concat([Buffer.from(`${stampOf(file)}\n`, "latin1"), script.createCachedData()]));
+		const data = script.createCachedData();
+		// Whole or not at all, should the install be cut short.
+		const partial = `${codeCachePath(file)}.${process.pid}`;
+		writeFileSync(partial, Buffer.concat([Buffer.from(`${stampOf(file)} ${hashOf(data)}\n`, "latin1"), data]));
+		renameSync(partial, codeCachePath(file));
 	}
 	return [...loaded.keys()];
 }

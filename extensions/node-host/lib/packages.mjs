@@ -3,7 +3,7 @@
 // land on them, and lazy handles to the few pi internals the host itself uses (theme, exec, event
 // bus). Nothing heavy is imported until something needs it; Node's module cache then keeps one copy.
 
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -11,28 +11,68 @@ import { privateCacheDir, restrictFiles } from "./cache.mjs";
 import { requireWithCodeCache } from "./code-cache.mjs";
 
 const require = createRequire(import.meta.url);
-const codingAgentIndex = fileURLToPath(import.meta.resolve("@earendil-works/pi-coding-agent"));
-const codingAgentDist = dirname(codingAgentIndex);
+const modules = fileURLToPath(new URL("../node_modules/", import.meta.url));
+
+const CONDITIONS = new Set(["types", "import", "require", "node", "default"]);
+const packageJsons = new Map();
+
+/**
+ * The file `specifier` names for an importer in lib/, with the conditions Node uses for
+ * `import` (or for `require`). Node's resolvers cost ~1 ms per package on every start, most of
+ * it finding and checking the package's folder, so the common case is answered from the
+ * package.json in node_modules/ beside lib/: an `exports` entry that is a file or conditions
+ * among CONDITIONS, or a `main` that names a file. Anything else (a package hoisted elsewhere,
+ * other conditions, patterns) is left to Node. Node would give a symlinked file's real path;
+ * both paths load the one module, as Node's loaders key modules by real path.
+ */
+export function resolvePackage(specifier, kind = "import") {
+	const parts = specifier.split("/");
+	const nameLength = specifier.startsWith("@") ? 2 : 1;
+	const dir = join(modules, ...parts.slice(0, nameLength));
+	const subpath = parts.length > nameLength ? `./${parts.slice(nameLength).join("/")}` : ".";
+	try {
+		let pkg = packageJsons.get(dir);
+		if (!pkg) packageJsons.set(dir, (pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"))));
+		// A `main` is a path relative to the package (a file, here); an `exports` target starts "./".
+		const main = pkg.exports === undefined && subpath === "." && typeof pkg.main === "string" && !pkg.main.startsWith("/") ? `./${pkg.main.replace(/^\.\//, "")}` : undefined;
+		let target = main ?? (typeof pkg.exports === "string" ? (subpath === "." ? pkg.exports : undefined) : pkg.exports?.[subpath]);
+		while (target && typeof target === "object" && !Array.isArray(target)) {
+			// The first condition Node would take, in the object's order.
+			const key = Object.keys(target).find((condition) => condition === kind || condition === "node" || condition === "default" || !CONDITIONS.has(condition));
+			target = CONDITIONS.has(key) ? target[key] : undefined;
+		}
+		const file = typeof target === "string" && target.startsWith("./") ? join(dir, target) : undefined;
+		if (file && statSync(file, { throwIfNoEntry: false })?.isFile()) return file;
+	} catch {
+		// Left to Node.
+	}
+	return kind === "require" ? require.resolve(specifier) : fileURLToPath(import.meta.resolve(specifier));
+}
+
+let codingAgentDist;
+
+function codingAgentDir() {
+	return (codingAgentDist ??= dirname(resolvePackage("@earendil-works/pi-coding-agent")));
+}
 
 let aliases;
 
 /** The 16 specifiers pi 0.79.10 aliases, resolved to this host's installed copies. */
 export function getAliases() {
 	if (aliases) return aliases;
-	const resolveImport = (specifier) => fileURLToPath(import.meta.resolve(specifier));
 	const piPackages = {
-		"pi-coding-agent": codingAgentIndex,
-		"pi-agent-core": resolveImport("@earendil-works/pi-agent-core"),
-		"pi-tui": resolveImport("@earendil-works/pi-tui"),
-		"pi-ai": resolveImport("@earendil-works/pi-ai"),
-		"pi-ai/oauth": resolveImport("@earendil-works/pi-ai/oauth"),
+		"pi-coding-agent": resolvePackage("@earendil-works/pi-coding-agent"),
+		"pi-agent-core": resolvePackage("@earendil-works/pi-agent-core"),
+		"pi-tui": resolvePackage("@earendil-works/pi-tui"),
+		"pi-ai": resolvePackage("@earendil-works/pi-ai"),
+		"pi-ai/oauth": resolvePackage("@earendil-works/pi-ai/oauth"),
 	};
 	// pi resolves TypeBox with require.resolve, so it gets whatever the package's require
 	// condition names; doing the same keeps extensions on the instance pi's own code uses.
 	const typebox = {
-		"": require.resolve("typebox"),
-		"/compile": require.resolve("typebox/compile"),
-		"/value": require.resolve("typebox/value"),
+		"": resolvePackage("typebox", "require"),
+		"/compile": resolvePackage("typebox/compile", "require"),
+		"/value": resolvePackage("typebox/value", "require"),
 	};
 	aliases = {};
 	for (const scope of ["@earendil-works", "@mariozechner"]) {
@@ -69,28 +109,55 @@ export function declaredValue(entry, [file, name]) {
 	return (file.startsWith("npm:") ? require(file.slice(4)) : require(join(dirname(entry), file)))[name];
 }
 
+let exportTable;
+
+function facadeOf(name) {
+	const entry = getAliases()[`@earendil-works/${name}`];
+	exportTable ??= JSON.parse(readFileSync(new URL("./export-names.json", import.meta.url), "utf8"));
+	const { names = [], modules = {} } = exportTable[name] ?? {};
+	let whole;
+	const facade = Object.create(null);
+	for (const exportName of names) {
+		const declared = modules[exportName];
+		const get = declared ? () => declaredValue(entry, declared) : () => (whole ??= require(entry))[exportName];
+		Object.defineProperty(facade, exportName, { enumerable: true, get });
+	}
+	Object.defineProperty(facade, Symbol.toStringTag, { value: "Module" });
+	return facade;
+}
+
+/** The facades as jiti's `virtualModules`, each made when an extension first imports its
+ * package (jiti asks `name in virtualModules`, then reads the one it needs). */
 export function getFacades() {
 	if (facades || !canRequireEsm) return facades;
-	const aliases = getAliases();
-	const table = JSON.parse(readFileSync(new URL("./export-names.json", import.meta.url), "utf8"));
 	facades = {};
 	for (const name of LAZY_PACKAGES) {
-		const entry = aliases[`@earendil-works/${name}`];
-		const { names = [], modules = {} } = table[name] ?? {};
-		let whole;
-		const facade = Object.create(null);
-		for (const exportName of names) {
-			const declared = modules[exportName];
-			const get = declared ? () => declaredValue(entry, declared) : () => (whole ??= require(entry))[exportName];
-			Object.defineProperty(facade, exportName, { enumerable: true, get });
-		}
-		Object.defineProperty(facade, Symbol.toStringTag, { value: "Module" });
-		for (const scope of ["@earendil-works", "@mariozechner"]) facades[`${scope}/${name}`] = facade;
+		let facade;
+		const get = () => (facade ??= facadeOf(name));
+		for (const scope of ["@earendil-works", "@mariozechner"]) Object.defineProperty(facades, `${scope}/${name}`, { enumerable: true, get });
 	}
 	return facades;
 }
 
 let createJiti;
+
+/**
+ * Builtins jiti's bundle requires as it loads but uses only on paths a load with a warm cache
+ * does not take, or for its debug output: loading them is ~6 ms of each start. These stand-ins
+ * load the real module on first use (assert's `ok` only when the assertion fails), except that
+ * `tty` only tells jiti's debug log it has no colours.
+ */
+const JITI_BUILTINS = {
+	"node:assert": {
+		ok(value, message) {
+			if (!value) require("node:assert").ok(value, message);
+		},
+	},
+	// Only its debug log's timings; Node's global `performance` would load perf_hooks anyway.
+	"node:perf_hooks": { performance: { now: () => Number(process.hrtime.bigint()) / 1e6 } },
+	"node:fs/promises": new Proxy({}, { get: (_, key) => Reflect.get(require("node:fs/promises"), key) }),
+	"node:tty": {},
+};
 
 /**
  * jiti's `createJiti` as its CommonJS entry (`jiti/lib/jiti.cjs`) builds it from the bundle in
@@ -100,7 +167,7 @@ let createJiti;
  */
 function loadCreateJiti() {
 	const dist = join(dirname(require.resolve("jiti")), "..", "dist");
-	const createJitiFromBundle = requireWithCodeCache(join(dist, "jiti.cjs"));
+	const createJitiFromBundle = requireWithCodeCache(join(dist, "jiti.cjs"), JITI_BUILTINS);
 	let babel;
 	// Loaded on a transpile-cache miss only, as jiti's own entry does.
 	const transform = (...args) => (babel ??= requireWithCodeCache(join(dist, "babel.cjs")))(...args);
@@ -139,11 +206,11 @@ export async function importExtension(path) {
 }
 
 function distUrl(relative) {
-	return pathToFileURL(join(codingAgentDist, relative)).href;
+	return pathToFileURL(join(codingAgentDir(), relative)).href;
 }
 
 function distPath(relative) {
-	return join(codingAgentDist, relative);
+	return join(codingAgentDir(), relative);
 }
 
 let execCommand;

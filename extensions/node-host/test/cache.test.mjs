@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, test } from "node:test";
@@ -75,7 +75,7 @@ test("a cache folder others can write to is not used", async () => {
 	assert.deepEqual(readdirSync(tmp), [], "and not cached in TMPDIR either");
 });
 
-test("jiti and babel load with the code caches the install wrote, and load without them too", () => {
+test("jiti, babel and TypeBox load with the code caches the install wrote, and load without them too", () => {
 	// A fresh Node, as the host is: the caches are V8's, checked against this Node's flags.
 	const load = (extraSetup) =>
 		spawnSync(
@@ -97,7 +97,7 @@ test("jiti and babel load with the code caches the install wrote, and load witho
 	const report = JSON.parse(withCaches.stdout);
 	assert.equal(report.loaded, "function", "basic.ts transpiled and evaluated");
 	const uses = Object.entries(report.use).map(([file, use]) => [file.split("/").pop(), use]);
-	assert.deepEqual(uses, [["jiti.cjs", "used"], ["babel.cjs", "used"]], "both caches accepted by V8");
+	assert.deepEqual(uses, [["jiti.cjs", "used"], ["babel.cjs", "used"], ["tau-typebox.cjs", "used"]], "every cache accepted by V8");
 
 	// Without caches (a changed file, another install) the same code compiles as usual.
 	const stale = load(`const fs = await import("node:fs");
@@ -110,5 +110,54 @@ test("jiti and babel load with the code caches the install wrote, and load witho
 	assert.equal(stale.status, 0, stale.stderr);
 	const staleReport = JSON.parse(stale.stdout);
 	assert.equal(staleReport.loaded, "function");
-	assert.deepEqual(Object.values(staleReport.use), ["none", "none"]);
+	assert.deepEqual(Object.values(staleReport.use), ["none", "none", "none"]);
+});
+
+test("a code cache is used only whole and for the very file it was written from", () => {
+	const dir = join(scratch, "code-cache");
+	mkdirSync(dir);
+	const file = join(dir, "module.cjs");
+	const cacheFile = `${file}.tau-code-cache`;
+	const source = (name) => `module.exports = { name: ${JSON.stringify(name)}, add: (a, b) => a + b };\n`;
+	const codeCache = JSON.stringify(new URL("../lib/code-cache.mjs", import.meta.url).href);
+	const load = (write = false) => {
+		const child = spawnSync(
+			process.execPath,
+			[
+				"--input-type=module",
+				"-e",
+				`const { requireWithCodeCache, codeCacheUse, writeCodeCaches } = await import(${codeCache});
+				const loaded = requireWithCodeCache(${JSON.stringify(file)});
+				loaded.add(1, 2);
+				if (${write}) writeCodeCaches();
+				console.log(JSON.stringify({ name: loaded.name, use: Object.values(codeCacheUse())[0] }));`,
+			],
+			{ encoding: "utf8" },
+		);
+		assert.equal(child.status, 0, `no crash: ${child.stderr}`);
+		return JSON.parse(child.stdout);
+	};
+	writeFileSync(file, source("one"));
+	assert.deepEqual(load(true), { name: "one", use: "none" });
+	assert.deepEqual(load(), { name: "one", use: "used" });
+	const written = readFileSync(cacheFile);
+
+	// Another file of the same length (V8's own check), written later.
+	writeFileSync(file, source("two"));
+	assert.deepEqual(load(), { name: "two", use: "none" });
+
+	// The same file again, its cache damaged (V8 would crash on it) or cut short.
+	writeFileSync(file, source("one"));
+	const later = new Date(Date.now() + 5000);
+	utimesSync(file, later, later);
+	load(true);
+	const fresh = readFileSync(cacheFile);
+	assert.deepEqual(load(), { name: "one", use: "used" });
+	const damaged = Buffer.from(fresh);
+	for (let i = damaged.indexOf(10) + 40; i < damaged.length; i += 7) damaged[i] ^= 0x5a;
+	writeFileSync(cacheFile, damaged);
+	assert.deepEqual(load(), { name: "one", use: "none" });
+	writeFileSync(cacheFile, fresh.subarray(0, fresh.length - 100));
+	assert.deepEqual(load(), { name: "one", use: "none" });
+	assert.notDeepEqual(written, fresh, "the cache names the file's time");
 });

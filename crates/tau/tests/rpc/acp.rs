@@ -1120,3 +1120,121 @@ fn acp_mode_takes_no_messages_on_the_command_line() {
         "{stderr}"
     );
 }
+
+/// The names `available_commands_update` lists for `session`.
+fn announced_commands(acp: &mut Acp, session: &str) -> Vec<String> {
+    let update = acp.wait_notification(|v| {
+        v["params"]["sessionId"] == session
+            && v["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    });
+    update["params"]["update"]["availableCommands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .map(|c| c["name"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// Runs `/greet` in `session`: its confirm dialog is a permission request on that session.
+fn greet(acp: &mut Acp, session: &str) {
+    let id = prompt(acp, session, "/greet you");
+    let request = permission_request(acp);
+    assert_eq!(request["params"]["sessionId"], session, "{request}");
+    assert_eq!(request["params"]["toolCall"]["title"], "Greet?");
+    answer(
+        acp,
+        &request,
+        json!({"outcome": "selected", "optionId": "yes"}),
+    );
+    let seen = acp.until_response(id);
+    assert_eq!(
+        seen.last().expect("response")["result"]["stopReason"],
+        "end_turn",
+        "{seen:#?}"
+    );
+}
+
+/// guard.py's `input` hook asks before "ask" goes on, on the session it came in; confirmed,
+/// the prompt is rewritten and guard's `before_agent_start` marks the system prompt.
+fn ask(acp: &mut Acp, mock: &BackgroundMock, session: &str) {
+    mock.push(Reply::text("sent"));
+    let before = mock.requests().len();
+    let id = prompt(acp, session, "ask");
+    let request = permission_request(acp);
+    assert_eq!(request["params"]["sessionId"], session, "{request}");
+    answer(
+        acp,
+        &request,
+        json!({"outcome": "selected", "optionId": "yes"}),
+    );
+    let seen = acp.until_response(id);
+    assert_eq!(chunks(&seen, "agent_message_chunk"), "sent", "{seen:#?}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), before + 1);
+    let body = requests[before].body.to_string();
+    assert!(body.contains("asked and confirmed"), "{body}");
+    assert!(body.contains("GUARD ACTIVE"), "{body}");
+}
+
+#[test]
+fn acp_extensions_serve_every_session_of_the_process() {
+    let (mock, mut acp) = setup_with(|b| b.arg("-e").arg(guard_path()));
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let session = acp.new_session();
+        let names = announced_commands(&mut acp, &session);
+        assert!(names.iter().any(|n| n == "greet"), "{session}: {names:?}");
+        sessions.push(session);
+    }
+    let (first, second) = (sessions[0].clone(), sessions[1].clone());
+    assert_ne!(first, second);
+    // Hooks, dialogs and commands in the second session, then again in the first.
+    ask(&mut acp, &mock, &second);
+    greet(&mut acp, &second);
+    ask(&mut acp, &mock, &first);
+    greet(&mut acp, &first);
+    let dirs = acp.dirs.clone();
+    assert!(acp.close().success());
+
+    // A session loaded after another one is open gets them too.
+    let mut acp = Acp::spawn(
+        acp_tau()
+            .dirs(dirs)
+            .agent_file("models.json", mock_models(&mock))
+            .arg("-e")
+            .arg(guard_path()),
+    );
+    acp.initialize();
+    let fresh = acp.new_session();
+    let cwd = acp.cwd();
+    let loaded = acp.request(
+        "session/load",
+        json!({"sessionId": second, "cwd": cwd, "mcpServers": []}),
+    );
+    assert!(loaded["result"].is_object(), "{loaded}");
+    let names = announced_commands(&mut acp, &second);
+    assert!(names.iter().any(|n| n == "greet"), "{names:?}");
+    ask(&mut acp, &mock, &second);
+    greet(&mut acp, &second);
+    greet(&mut acp, &fresh);
+    assert!(acp.close().success());
+}
+
+#[test]
+fn acp_mode_refuses_the_session_flags_the_client_decides() {
+    for flags in [
+        vec!["--continue"],
+        vec!["--session", "abc"],
+        vec!["--session-id", "abc"],
+        vec!["--fork", "abc"],
+    ] {
+        let builder = flags.iter().fold(acp_tau(), |b, flag| b.arg(*flag));
+        let (status, stdout, stderr, _dirs) = builder.run(b"");
+        assert_eq!(status.code(), Some(1), "{flags:?}: {stderr}");
+        assert!(stdout.is_empty());
+        assert!(
+            stderr.contains("not taken in ACP mode") && stderr.contains("session/load"),
+            "{flags:?}: {stderr}"
+        );
+    }
+}
