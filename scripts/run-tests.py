@@ -7,8 +7,9 @@ links run, and while the long black-box binary (tests/rpc) waits on the processe
 starts. Here cargo builds (`cargo test --no-run`, whose JSON messages name each executable
 as it is written) while the binaries already built run: the black-box binary in a lane of
 its own, the others one after another in a second lane. Each binary
-runs from its package's folder, as cargo runs it. Output is printed per binary when it
-ends, so the lanes never interleave.
+runs from its package's folder, as cargo runs it, once the binaries it may start (its
+package's and those of the workspace packages it depends on) are built. Output is printed
+per binary when it ends, so the lanes never interleave.
 
     python3 scripts/run-tests.py [--ready FILE] [--threads N] [--after CMD] -- CARGO ARGS...
 
@@ -64,6 +65,35 @@ def main() -> int:
         )
         return 1
 
+    # A test binary may start the binaries of its package and of the workspace packages it
+    # depends on (`CARGO_BIN_EXE_*`, or tau's black-box tests starting tau-mcp's test server).
+    # cargo reports a test's executable without waiting for those, so each one waits until
+    # they are reported too (or the build is over).
+    packages = {package["name"]: package for package in metadata["packages"]}
+    bins_of = {
+        name: {t["name"] for t in package["targets"] if "bin" in t["kind"]}
+        for name, package in packages.items()
+    }
+
+    def bins_needed(name):
+        needed, todo, seen = set(), [name], set()
+        while todo:
+            current = todo.pop()
+            if current in seen or current not in packages:
+                continue
+            seen.add(current)
+            needed |= bins_of[current]
+            todo.extend(d["name"] for d in packages[current]["dependencies"])
+        return needed
+
+    built = threading.Condition()
+    bins_built = set()
+    build_over = [False]
+
+    def wait_for_bins(needed):
+        with built:
+            built.wait_for(lambda: build_over[0] or needed <= bins_built)
+
     lock = threading.Lock()
     failures = []
 
@@ -78,7 +108,8 @@ def main() -> int:
             if status != 0:
                 failures.append(name)
 
-    def run(name, argv, cwd):
+    def run(name, argv, cwd, needed=frozenset()):
+        wait_for_bins(needed)
         started = time.time()
         proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
         report(name, started, proc.stdout, proc.returncode)
@@ -125,14 +156,23 @@ def main() -> int:
             continue
         if message.get("reason") != "compiler-artifact" or not message.get("executable"):
             continue
-        if not message.get("profile", {}).get("test"):
-            continue
         target = message["target"]["name"]
-        package = os.path.dirname(message["manifest_path"])
-        name = "%s %s" % (os.path.basename(package), target)
-        job = (name, [message["executable"], "--test-threads", str(args.threads)], package)
+        if not message.get("profile", {}).get("test"):
+            if "bin" in message["target"]["kind"]:
+                with built:
+                    bins_built.add(target)
+                    built.notify_all()
+            continue
+        folder = os.path.dirname(message["manifest_path"])
+        package = message["package_id"]
+        owner = next((n for n, p in packages.items() if p["id"] == package), None)
+        name = "%s %s" % (os.path.basename(folder), target)
+        job = (name, [message["executable"], "--test-threads", str(args.threads)], folder, frozenset(bins_needed(owner)))
         lanes["long" if target in LONG_LANE else "short"].put(job)
     status = build.wait()
+    with built:
+        build_over[0] = True
+        built.notify_all()
     if status != 0:
         failures.append("the build")
     else:

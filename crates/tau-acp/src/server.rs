@@ -645,32 +645,24 @@ impl Server {
         slot.session.add_resource_paths(skills, prompts);
     }
 
-    async fn new_session(
+    /// Opens a session (a new one, or one from its file) with its extensions and takes it
+    /// in; its id. Nothing is left open when it fails.
+    async fn open_slot(
         &mut self,
         cx: &ConnectionTo<Client>,
-        request: NewSessionRequest,
-        responder: Responder<NewSessionResponse>,
-    ) {
+        cwd: &Path,
+        choice: &SessionChoice,
+        client_servers: &[McpServer],
+    ) -> Result<String, AcpError> {
         let (sink_tx, events) = mpsc::channel(EVENTS_CAPACITY);
-        let opened = self.launcher.open(
-            &request.cwd,
-            &SessionChoice::New,
-            &request.mcp_servers,
-            EventSink::new(sink_tx),
-        );
-        let session = match opened {
-            Ok(session) => session,
-            Err(err) => {
-                let _ = responder.respond_with_error(err.to_rpc());
-                return;
-            }
-        };
+        let session = self
+            .launcher
+            .open(cwd, choice, client_servers, EventSink::new(sink_tx))?;
         let extensions = match self.extensions_for_session().await {
             Ok(extensions) => extensions,
             Err(err) => {
                 session.shutdown_mcp().await;
-                let _ = responder.respond_with_error(err.to_rpc());
-                return;
+                return Err(err);
             }
         };
         let id = session.conversation().session_id();
@@ -678,6 +670,25 @@ impl Server {
         if let Some(extensions) = extensions {
             self.bind_extensions(cx, &id, extensions).await;
         }
+        Ok(id)
+    }
+
+    async fn new_session(
+        &mut self,
+        cx: &ConnectionTo<Client>,
+        request: NewSessionRequest,
+        responder: Responder<NewSessionResponse>,
+    ) {
+        let opened = self
+            .open_slot(cx, &request.cwd, &SessionChoice::New, &request.mcp_servers)
+            .await;
+        let id = match opened {
+            Ok(id) => id,
+            Err(err) => {
+                let _ = responder.respond_with_error(err.to_rpc());
+                return;
+            }
+        };
         let Some(slot) = self.slots.get(&id) else {
             return;
         };
@@ -700,31 +711,13 @@ impl Server {
                 let _ = responder.respond_with_error(AcpError::UnknownSession(id).to_rpc());
                 return;
             };
-            let (sink_tx, events) = mpsc::channel(EVENTS_CAPACITY);
-            let opened = self.launcher.open(
-                &request.cwd,
-                &SessionChoice::Open(file.to_string_lossy().into_owned()),
-                &request.mcp_servers,
-                EventSink::new(sink_tx),
-            );
-            let session = match opened {
-                Ok(session) => session,
-                Err(err) => {
-                    let _ = responder.respond_with_error(err.to_rpc());
-                    return;
-                }
-            };
-            let extensions = match self.extensions_for_session().await {
-                Ok(extensions) => extensions,
-                Err(err) => {
-                    session.shutdown_mcp().await;
-                    let _ = responder.respond_with_error(err.to_rpc());
-                    return;
-                }
-            };
-            self.insert(cx, id.clone(), session, events);
-            if let Some(extensions) = extensions {
-                self.bind_extensions(cx, &id, extensions).await;
+            let choice = SessionChoice::Open(file.to_string_lossy().into_owned());
+            let opened = self
+                .open_slot(cx, &request.cwd, &choice, &request.mcp_servers)
+                .await;
+            if let Err(err) = opened {
+                let _ = responder.respond_with_error(err.to_rpc());
+                return;
             }
         }
         let Some(slot) = self.slots.get_mut(&id) else {
