@@ -13,6 +13,8 @@ if [ "${1:-}" = "--raw" ]; then raw=1; shift; fi
 prompt=${1:-"list files"}
 # The test build (the dev profile), not the optimised one: a mock model needs no speed, and
 # a first demo on a fresh clone is ready in a third of the time; the tests reuse it.
+[ -x "${CARGO_TARGET_DIR:-$PWD/target}/debug/tau" ] ||
+  echo "Building tau and tau-mock-llm: about 3 minutes the first time on 2 cores..." >&2
 cargo build --quiet -p tau -p tau-mock-llm
 tau="${CARGO_TARGET_DIR:-$PWD/target}/debug/tau"
 work=$(mktemp -d)
