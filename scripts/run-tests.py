@@ -135,7 +135,8 @@ def main() -> int:
                 ready = wait_ready()
             if not ready:
                 with lock:
-                    failures.append("npm ci")
+                    if "npm ci" not in failures:
+                        failures.append("npm ci")
                 continue
             run(*job)
 

@@ -432,21 +432,10 @@ impl Server {
             slot.session.runs_mut().abort().await;
         }
         for slot in self.slots.values() {
-            let Some(extensions) = slot.session.extension_binding().extensions() else {
-                continue;
-            };
-            if reason != ExitReason::OutputFailed {
-                tau_session::extension_hooks::notify(
-                    extensions,
-                    ExtensionEvent::SessionShutdown {
-                        reason: "quit",
-                        target_session_file: None,
-                    }
-                    .to_value(),
-                )
-                .await;
+            if let Some(extensions) = slot.session.extension_binding().extensions() {
+                tau_session::extension_hooks::quit(extensions, reason != ExitReason::OutputFailed)
+                    .await;
             }
-            extensions.shutdown();
         }
         if let Some(spare) = self.spare.take() {
             spare.set.shutdown();

@@ -1527,18 +1527,7 @@ where
         ExitReason::OutputFailed => {}
     }
     if let Some(extensions) = server.session().extension_binding().extensions().cloned() {
-        if reason != ExitReason::OutputFailed {
-            tau_session::extension_hooks::notify(
-                &extensions,
-                ExtensionEvent::SessionShutdown {
-                    reason: "quit",
-                    target_session_file: None,
-                }
-                .to_value(),
-            )
-            .await;
-        }
-        extensions.shutdown();
+        tau_session::extension_hooks::quit(&extensions, reason != ExitReason::OutputFailed).await;
     }
     // On every way out, the output failing included: no server process may outlive tau.
     server.session().shutdown_mcp().await;

@@ -62,6 +62,23 @@ pub async fn notify(extensions: &Extensions, event: Value) {
         .await;
 }
 
+/// The end of a session's extensions as tau exits: `session_shutdown` (`quit`) to the
+/// subscribers while the client can still see what they do, then their processes stopped.
+pub async fn quit(extensions: &Extensions, client_reachable: bool) {
+    if client_reachable {
+        notify(
+            extensions,
+            ExtensionEvent::SessionShutdown {
+                reason: "quit",
+                target_session_file: None,
+            }
+            .to_value(),
+        )
+        .await;
+    }
+    extensions.shutdown();
+}
+
 /// What the `input` handlers made of a prompt (ext §3.2).
 #[derive(Debug, Clone, PartialEq)]
 pub enum InputOutcome {

@@ -773,6 +773,21 @@ fn permission_request(acp: &mut Acp) -> Value {
     acp.wait_notification(|v| v["method"] == "session/request_permission")
 }
 
+/// A permission request's options as (`optionId`, `field`) pairs.
+fn options<'a>(request: &'a Value, field: &str) -> Vec<(&'a str, &'a str)> {
+    request["params"]["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .map(|o| {
+            (
+                o["optionId"].as_str().unwrap_or_default(),
+                o[field].as_str().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 fn answer(acp: &mut Acp, request: &Value, outcome: Value) {
     let id = request["id"].clone();
     acp.send(&json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}));
@@ -782,16 +797,8 @@ fn answer(acp: &mut Acp, request: &Value, outcome: Value) {
 fn acp_extension_confirm_dialogs_are_permission_requests() {
     let (mock, mut acp) = setup_with(|b| b.arg("-e").arg(guard_path()));
     let session = acp.new_session();
-    let commands = acp.wait_notification(|v| {
-        v["params"]["update"]["sessionUpdate"] == "available_commands_update"
-    });
-    let names: Vec<&str> = commands["params"]["update"]["availableCommands"]
-        .as_array()
-        .expect("commands")
-        .iter()
-        .map(|c| c["name"].as_str().unwrap_or_default())
-        .collect();
-    assert_eq!(names[..2], ["greet", "state"], "{commands}");
+    let names = announced_commands(&mut acp, &session);
+    assert_eq!(names[..2], ["greet", "state"], "{names:?}");
 
     // guard.py's `input` handler asks before a prompt "ask" goes on: the question reaches
     // the client while tau's loop waits on that handler.
@@ -801,18 +808,10 @@ fn acp_extension_confirm_dialogs_are_permission_requests() {
     let params = &request["params"];
     assert_eq!(params["sessionId"], session.as_str());
     assert_eq!(params["toolCall"]["title"], "Send?");
-    let options: Vec<(&str, &str)> = params["options"]
-        .as_array()
-        .expect("options")
-        .iter()
-        .map(|o| {
-            (
-                o["optionId"].as_str().unwrap_or_default(),
-                o["kind"].as_str().unwrap_or_default(),
-            )
-        })
-        .collect();
-    assert_eq!(options, [("yes", "allow_once"), ("no", "reject_once")]);
+    assert_eq!(
+        options(&request, "kind"),
+        [("yes", "allow_once"), ("no", "reject_once")]
+    );
     answer(
         &mut acp,
         &request,
@@ -1062,18 +1061,10 @@ fn acp_select_dialogs_offer_their_choices_and_input_dialogs_are_cancelled() {
     let id = prompt(&mut acp, &session, "/pick");
     let request = permission_request(&mut acp);
     assert_eq!(request["params"]["toolCall"]["title"], "Pick a colour");
-    let options: Vec<(&str, &str)> = request["params"]["options"]
-        .as_array()
-        .expect("options")
-        .iter()
-        .map(|o| {
-            (
-                o["optionId"].as_str().unwrap_or_default(),
-                o["name"].as_str().unwrap_or_default(),
-            )
-        })
-        .collect();
-    assert_eq!(options, [("0", "red"), ("1", "green"), ("2", "blue")]);
+    assert_eq!(
+        options(&request, "name"),
+        [("0", "red"), ("1", "green"), ("2", "blue")]
+    );
     answer(
         &mut acp,
         &request,
