@@ -33,7 +33,12 @@ than tau and the measure of itself):
   spawn -> `initialize` answered                                       "initialize ms"
   spawn -> `session/new` (cwd, no MCP servers) answered                  "session/new ms"
      (pi-acp starts its `pi` here: the second start-up), then the session's
-     `available_commands_update` awaited (an editor shows it before the user types; not timed)
+     `available_commands_update` awaited (an editor shows it before the user types; not timed
+     on its own)
+  spawn -> first `agent_message_chunk` of the reply                      "spawn → first chunk ms"
+     (the issue's "from spawn to first message chunk": start-up, `initialize`,
+     `session/new`, the commands awaited, the prompt and its first chunk, end to end; a
+     target that never sent its commands would have the 5 s wait for them in it)
   `session/prompt` sent -> first `agent_message_chunk` of the reply      "first chunk ms"
   `session/prompt` sent -> its answer (`end_turn`), every delta received  "end_turn ms"
   stdin closed -> every process of the tree has exited
@@ -277,7 +282,8 @@ def run_once(cmd, env, cwd, url, deltas, mock_pid):
             break
     total_cpu = reap_tree(proc.pid, {mock_pid})
     proc.returncode = 0  # reaped above
-    return {"init": init * 1000, "new": new * 1000, "first": (state["first"] - t1) * 1000, "reply": (t2 - t1) * 1000,
+    return {"init": init * 1000, "new": new * 1000, "spawn_first": (state["first"] - t0) * 1000,
+            "first": (state["first"] - t1) * 1000, "reply": (t2 - t1) * 1000,
             "reply_cpu": (cpu1 - cpu0) * 1000 / CLK_TCK, "total_cpu": total_cpu * 1000}
 
 
@@ -401,15 +407,18 @@ def main():
                 r = run_once(cmd, env, repo, url, args.deltas, mock.pid)
                 if i:
                     results[name].append(r)
-                print("round %d %-26s init %7.1f  new %7.1f  first %7.1f  reply %8.1f  reply cpu %7.0f  total cpu %7.0f"
-                      % (i, name, r["init"], r["new"], r["first"], r["reply"], r["reply_cpu"], r["total_cpu"]),
+                print("round %d %-26s init %7.1f  new %7.1f  spawn-first %7.1f  first %7.1f  reply %8.1f  "
+                      "reply cpu %7.0f  total cpu %7.0f"
+                      % (i, name, r["init"], r["new"], r["spawn_first"], r["first"], r["reply"], r["reply_cpu"],
+                         r["total_cpu"]),
                       file=sys.stderr)
     finally:
         mock.kill()
         mock.wait()
         shutil.rmtree(work, ignore_errors=True)
 
-    keys = [("init", "initialize ms"), ("new", "session/new ms"), ("first", "first chunk ms"),
+    keys = [("init", "initialize ms"), ("new", "session/new ms"), ("spawn_first", "spawn → first chunk ms"),
+            ("first", "first chunk ms"),
             ("reply", "end_turn ms"), ("reply_cpu", "reply CPU ms"), ("total_cpu", "total CPU ms")]
     med = {n: {k: statistics.median(r[k] for r in rs) for k, _ in keys} for n, rs in results.items()}
     print("| target | " + " | ".join(h for _, h in keys) + " |")
@@ -417,7 +426,7 @@ def main():
     for n in med:
         print("| %s | " % n + " | ".join("%.1f" % med[n][k] if med[n][k] < 100 else "%.0f" % med[n][k]
                                           for k, _ in keys) + " |")
-    print("| (the mock alone: first bytes, whole body) | | | %.1f | %.1f | | |"
+    print("| (the mock alone: first bytes, whole body) | | | | %.1f | %.1f | | |"
           % tuple(statistics.median(f[k] for f in floor) for k in ("first", "reply")))
     if "tau acp" in med and len(med) > 1:
         print()

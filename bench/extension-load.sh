@@ -3,13 +3,13 @@
 # (unmodified, from extensions/node-host/test/fixtures/pi-examples), tau against pi 0.79 in
 # the same run, and each extension's own load cost (the time with it minus the time with
 # none). tau loads TypeScript extensions through its Node host; pi loads them in-process.
+# Timed from spawn to the answer to `get_state` (bench/first-answer.py), not to the exit.
 #   bash bench/extension-load.sh      [PI_DIR=/tmp/pi-ref] [RUNS=10]
-# Needs hyperfine and, for the pi column, bash ../shared/tools/install-pi.sh.
+# Needs, for the pi column, bash ../shared/tools/install-pi.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pi_dir=${PI_DIR:-/tmp/pi-ref}
 runs=${RUNS:-10}
-command -v hyperfine >/dev/null || apt-get install -y hyperfine >/dev/null
 cargo build --profile dist --quiet -p tau
 (cd extensions/node-host && [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error)
 tau="$PWD/target/dist/tau"
@@ -19,25 +19,24 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/agent" "$work/pi-agent" "$work/repo"
 git -C "$work/repo" init -q
-printf '%s\n' '{"id":"1","type":"get_state"}' >"$work/get_state.jsonl"
 export TAU_AGENT_DIR="$work/agent" PI_CODING_AGENT_DIR="$work/pi-agent" PI_OFFLINE=1 PI_SKIP_VERSION_CHECK=1
 cd "$work/repo"
 
+first_answer="$PWD/bench/first-answer.py"
 median_ms() {
-  hyperfine --warmup 2 --runs "$runs" --export-json "$work/t.json" "$1" >/dev/null 2>&1 || { echo nan; return; }
-  python3 -c "import json,sys; print('%.1f' % (json.load(open(sys.argv[1]))['results'][0]['median']*1000))" "$work/t.json"
+  python3 "$first_answer" --runs "$runs" -- "$@" 2>/dev/null || echo nan
 }
 
 have_pi=0; [ -x "$pi" ] && have_pi=1
-tau_base=$(median_ms "$tau --mode rpc --no-session < $work/get_state.jsonl")
-pi_base=nan; [ $have_pi = 1 ] && pi_base=$(median_ms "$pi --mode rpc --no-session < $work/get_state.jsonl")
+tau_base=$(median_ms "$tau" --mode rpc --no-session)
+pi_base=nan; [ $have_pi = 1 ] && pi_base=$(median_ms "$pi" --mode rpc --no-session)
 printf '| extension | tau ms | tau load ms | pi 0.79 ms | pi load ms | tau/pi |\n|---|---:|---:|---:|---:|---:|\n'
 printf '| (none) | %s | | %s | | %s |\n' "$tau_base" "$pi_base" \
   "$(python3 -c "import sys; a,b=map(float,sys.argv[1:]); print('%.2f' % (a/b))" "$tau_base" "$pi_base" 2>/dev/null || echo -)"
 for ext in rpc-demo.ts plan-mode todo.ts preset.ts git-checkpoint.ts input-transform.ts \
            trigger-compact.ts dynamic-tools.ts structured-output.ts; do
-  t=$(median_ms "$tau --mode rpc --no-session -e $examples/$ext < $work/get_state.jsonl")
-  p=nan; [ $have_pi = 1 ] && p=$(median_ms "$pi --mode rpc --no-session -e $examples/$ext < $work/get_state.jsonl")
+  t=$(median_ms "$tau" --mode rpc --no-session -e "$examples/$ext")
+  p=nan; [ $have_pi = 1 ] && p=$(median_ms "$pi" --mode rpc --no-session -e "$examples/$ext")
   python3 - "$ext" "$t" "$tau_base" "$p" "$pi_base" <<'PY'
 import sys
 name, t, tb, p, pb = sys.argv[1], *map(float, sys.argv[2:])

@@ -39,7 +39,7 @@ host="$prefix/share/tau/node-host"
 staging="$prefix/share/tau/.node-host.new"
 rm -rf "$staging"
 mkdir -p "$staging"
-cp -R extensions/node-host/host.mjs extensions/node-host/lib extensions/node-host/scripts \
+cp -R extensions/node-host/host.cjs extensions/node-host/host.mjs extensions/node-host/lib extensions/node-host/scripts \
   extensions/node-host/package.json extensions/node-host/package-lock.json "$staging/"
 (cd "$staging" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 rm -rf "$host"

@@ -36,7 +36,8 @@ pub trait StateSource: Send + Sync + 'static {
     /// The mirror's plain keys (`model`, `thinkingLevel`, `isIdle`, …) as they are now.
     fn fields(&self) -> Map<String, Value>;
     /// Keys that do not change during a run of tau (the model catalog): sent once per
-    /// process, on its first frame that carries state.
+    /// process, on its first frame that carries state, after every other key and in the
+    /// order given (the catalog goes last: see docs/extensions.md §5).
     fn constant_fields(&self) -> Map<String, Value> {
         Map::new()
     }
@@ -95,7 +96,7 @@ pub struct LoadConfig {
     pub tau_version: String,
     /// The Node.js executable for the Node host.
     pub node: PathBuf,
-    /// `host.mjs` of the Node host, when one was found.
+    /// The Node host's entry (`host.cjs`), when one was found.
     pub node_host: Option<PathBuf>,
     pub timeouts: Timeouts,
     /// What `ctx.isProjectTrusted()` answers until the session's state says otherwise.
@@ -536,10 +537,6 @@ impl Extensions {
             since.leaf_id.clone().map_or(Value::Null, Value::String),
         );
         let mut delta = Map::new();
-        if !sent.constants_sent {
-            sent.constants_sent = true;
-            delta.extend(source.constant_fields());
-        }
         for (key, value) in &fields {
             if sent.fields.get(key) != Some(value) {
                 delta.insert(key.clone(), value.clone());
@@ -559,11 +556,17 @@ impl Extensions {
         sent.fields = fields;
         sent.entries = total;
         sent.session_id = session_id;
+        if !sent.constants_sent {
+            sent.constants_sent = true;
+            // Last, in the order given: the catalog ends the frame, so the Node host can cut
+            // it off unparsed (docs/extensions.md §5).
+            delta.extend(source.constant_fields());
+        }
         if delta.is_empty() {
             return None;
         }
         sent.version += 1;
-        delta.insert("version".into(), sent.version.into());
+        delta.shift_insert(0, "version".into(), sent.version.into());
         Some(Value::Object(delta))
     }
 
@@ -1171,21 +1174,21 @@ fn check_conflicts(extensions: &[Extension]) -> Result<(), LoadError> {
     Ok(())
 }
 
-/// Finds the Node host: `TAU_NODE_HOST`, else `extensions/node-host/host.mjs` in a directory
-/// above the running executable (a checkout's `target/<profile>/tau`), else
-/// `<exe dir>/../share/tau/node-host/host.mjs` (an installed layout).
+/// Finds the Node host: `TAU_NODE_HOST`, else `<exe dir>/../share/tau/node-host/host.cjs` (an
+/// installed layout), else `extensions/node-host/host.cjs` in a directory above the running
+/// executable (a checkout's `target/<profile>/tau`).
 pub fn find_node_host() -> Option<PathBuf> {
     if let Some(given) = std::env::var_os("TAU_NODE_HOST") {
         return Some(PathBuf::from(given));
     }
     let exe = std::env::current_exe().ok()?;
     let exe_dir = exe.parent()?;
-    let installed = exe_dir.join("../share/tau/node-host/host.mjs");
+    let installed = exe_dir.join("../share/tau/node-host/host.cjs");
     if installed.is_file() {
         return Some(installed);
     }
     exe_dir
         .ancestors()
-        .map(|dir| dir.join("extensions/node-host/host.mjs"))
+        .map(|dir| dir.join("extensions/node-host/host.cjs"))
         .find(|candidate| Path::is_file(candidate))
 }

@@ -89,8 +89,9 @@ impl tau_extensions::StateSource for ExtensionState {
 
     fn constant_fields(&self) -> Map<String, Value> {
         let mut fields = Map::new();
-        fields.insert("allModels".into(), self.all_models.clone());
         fields.insert("projectTrusted".into(), Value::Bool(self.project_trusted));
+        // Last: the Node host defers parsing the catalog when it ends the frame.
+        fields.insert("allModels".into(), self.all_models.clone());
         fields
     }
 

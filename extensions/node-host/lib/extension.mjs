@@ -14,9 +14,19 @@ export const STALE_MESSAGE =
 /** A set of instances created together (startup, or one `reinitialize`). pi binds the action
  * methods once every factory of the set has run; until then they throw. */
 export class Generation {
+	/** `bus`: the bus, or a function that makes it when an extension first reads `pi.events`. */
 	constructor(bus) {
-		this.bus = bus;
+		this.makeBus = typeof bus === "function" ? bus : undefined;
+		this.madeBus = typeof bus === "function" ? undefined : bus;
 		this.bound = false;
+	}
+
+	get bus() {
+		if (this.makeBus) {
+			this.madeBus = this.makeBus();
+			this.makeBus = undefined;
+		}
+		return this.madeBus;
 	}
 }
 

@@ -1,7 +1,7 @@
 // tau's Node extension host: runs pi 0.79 TypeScript/JavaScript extensions unmodified and speaks
 // tau's extension protocol (docs/extensions.md) for them on stdin/stdout. This module owns the
-// process: stdout protection, crash containment, and routing each incoming frame. host.mjs
-// starts it, from its install-time bundle when that is current (lib/host.bundle.mjs).
+// process: stdout protection, crash containment, and routing each incoming frame. host.cjs
+// starts it, from its install-time bundle when that is current (lib/host.bundle.cjs).
 
 import "./stdout-guard.mjs";
 import module from "node:module";
@@ -23,9 +23,9 @@ if (module.enableCompileCache) {
 	if (compileCache) module.enableCompileCache(compileCache);
 }
 
-// The host as tau started it (errors not traced to an extension are the host's), whether this
-// module runs from its file or from the bundle beside it.
-const HOST_PATH = fileURLToPath(new URL("../host.mjs", import.meta.url));
+// The host as tau started it (errors not traced to an extension are the host's): the entry
+// Node ran, whether this module runs from its file or from the bundle beside it.
+const HOST_PATH = process.argv[1] ?? fileURLToPath(new URL("../host.cjs", import.meta.url));
 const host = new Host();
 
 let initialized;

@@ -2,7 +2,8 @@
 // tool lists synchronously, so every read is answered from here; tau keeps it current through the
 // `state` field of its frames and the host applies its own writes at once.
 
-import { randomUUID } from "node:crypto";
+import { DeferredJson } from "./deferred-json.mjs";
+import { randomHex } from "./ids.mjs";
 
 /** The model fields tau keeps an extension's writes to (tau's `ModelPatch`). */
 const MODEL_FIELDS = new Set(["name", "reasoning", "contextWindow", "maxTokens"]);
@@ -28,7 +29,8 @@ export class Mirror {
 		this.systemPromptOptions = undefined;
 		this.projectTrusted = true;
 		this.availableModels = [];
-		this.allModels = [];
+		// The catalog: an array, or the text of one not parsed yet (see `allModels`).
+		this.catalog = [];
 		// Model objects as pi hands them out: one per provider and id for the life of the
 		// process (extensions key maps by them), and a write to a field tau keeps reaches tau
 		// (`update_model`), as a write to pi's registry object changes pi's session.
@@ -78,7 +80,7 @@ export class Mirror {
 			systemPromptOptions: (v) => v ?? undefined,
 			projectTrusted: (v) => v !== false,
 			availableModels: (v) => (Array.isArray(v) ? v.map((m) => this.modelObject(m)) : []),
-			allModels: (v) => (Array.isArray(v) ? v.map((m) => this.modelObject(m)) : []),
+			catalog: (v) => (v instanceof DeferredJson ? v : Array.isArray(v) ? v.map((m) => this.modelObject(m)) : []),
 		};
 		plain.model = (v) => (v ? this.modelObject(v) : undefined);
 		// tau sends states in order; one that is not newer than the last (a bug, or a frame
@@ -87,12 +89,34 @@ export class Mirror {
 		if (typeof state.version === "number" && !stale) this.version = state.version;
 		if (!stale) {
 			for (const [key, convert] of Object.entries(plain)) {
-				if (Object.hasOwn(state, key)) this[key] = convert(state[key]);
+				const field = key === "catalog" ? "allModels" : key;
+				if (Object.hasOwn(state, field)) this[key] = convert(state[field]);
 			}
 		}
 		if (state.entries && typeof state.entries === "object") this.applyEntries(state.entries, stale);
 		if (!stale && Object.hasOwn(state, "leafId")) this.leafId = state.leafId ?? null;
 		this.rebasePending();
+	}
+
+	/**
+	 * Every model tau knows. The catalog may arrive as text (wire.mjs defers parsing it); it is
+	 * parsed here on first read. A model that already has its object (from a `model` or
+	 * `availableModels` sent since) keeps it as it is: the catalog is older than those.
+	 */
+	get allModels() {
+		if (this.catalog instanceof DeferredJson) {
+			let parsed = [];
+			try {
+				parsed = this.catalog.parse();
+			} catch (err) {
+				process.stderr.write(`node-host: the model catalog is not JSON: ${err instanceof Error ? err.message : err}\n`);
+			}
+			this.catalog = (Array.isArray(parsed) ? parsed : []).map((json) => {
+				const known = json && typeof json === "object" && this.modelObjects.get(`${json.provider}\u0000${json.id}`);
+				return known || this.modelObject(json);
+			});
+		}
+		return this.catalog;
 	}
 
 	/** The one object for the model `json` describes, brought up to date in place. */
@@ -187,7 +211,7 @@ export class Mirror {
 	 * tau's otherwise), so the extension can name the new entry at once, as in pi. */
 	appendProvisionalCustomEntry(customType, data) {
 		let id;
-		do id = randomUUID().slice(0, 8);
+		do id = randomHex(8);
 		while (this.byId.has(id));
 		const entry = { type: "custom", customType, id, parentId: this.leafId, timestamp: new Date().toISOString() };
 		if (data !== undefined) entry.data = data;

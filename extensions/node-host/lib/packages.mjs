@@ -7,6 +7,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import zlib from "node:zlib";
 import { privateCacheDir, restrictFiles } from "./cache.mjs";
 import { requireWithCodeCache } from "./code-cache.mjs";
 
@@ -127,17 +128,40 @@ function facadeOf(name) {
 }
 
 /** The facades as jiti's `virtualModules`, each made when an extension first imports its
- * package (jiti asks `name in virtualModules`, then reads the one it needs). */
+ * package (jiti asks `name in virtualModules`, then reads the one it needs), and TypeBox's
+ * aliased entry points (see typeboxModules). */
 export function getFacades() {
-	if (facades || !canRequireEsm) return facades;
+	if (facades) return facades;
 	facades = {};
-	for (const name of LAZY_PACKAGES) {
-		let facade;
-		const get = () => (facade ??= facadeOf(name));
-		for (const scope of ["@earendil-works", "@mariozechner"]) Object.defineProperty(facades, `${scope}/${name}`, { enumerable: true, get });
+	if (canRequireEsm) {
+		for (const name of LAZY_PACKAGES) {
+			let facade;
+			const get = () => (facade ??= facadeOf(name));
+			for (const scope of ["@earendil-works", "@mariozechner"]) Object.defineProperty(facades, `${scope}/${name}`, { enumerable: true, get });
+		}
 	}
+	addTypeboxModules(facades);
 	return facades;
 }
+
+/**
+ * TypeBox's entry points as pi aliases them (`typebox`, `/compile`, `/value`, also under
+ * `@sinclair/typebox`), straight from the one CommonJS file scripts/bundle-typebox.mjs wrote.
+ * Through the alias, jiti imports the entry's ES module, which loads Node's ES module loader and
+ * resolves the entry, ~10 ms of the load of every extension that builds a schema; the entry only
+ * re-exports its part of that same file, and requireWithCodeCache runs the file once, so either
+ * way it is the one TypeBox pi's packages import. Left to the aliases when the file is missing.
+ */
+function addTypeboxModules(target) {
+	const build = join(modules, "typebox", "build", "tau-typebox.cjs");
+	if (!existsSync(build)) return;
+	for (const prefix of ["typebox", "@sinclair/typebox"]) {
+		for (const [suffix, part] of [["", "index"], ["/compile", "compile"], ["/value", "value"]]) {
+			Object.defineProperty(target, `${prefix}${suffix}`, { enumerable: true, get: () => requireWithCodeCache(build)[part] });
+		}
+	}
+}
+
 
 let createJiti;
 
@@ -147,7 +171,7 @@ let createJiti;
  * load the real module on first use (assert's `ok` only when the assertion fails), except that
  * `tty` only tells jiti's debug log it has no colours.
  */
-const JITI_BUILTINS = {
+const JITI_BUILTINS = Object.fromEntries(Object.entries({
 	"node:assert": {
 		ok(value, message) {
 			if (!value) require("node:assert").ok(value, message);
@@ -157,7 +181,27 @@ const JITI_BUILTINS = {
 	"node:perf_hooks": { performance: { now: () => Number(process.hrtime.bigint()) / 1e6 } },
 	"node:fs/promises": new Proxy({}, { get: (_, key) => Reflect.get(require("node:fs/promises"), key) }),
 	"node:tty": {},
-};
+	// jiti hashes each module's source (md5) to key and check its transpile cache, and would load
+	// node:crypto for it (~10 ms of each start). The cache is the host's own (a private folder),
+	// so the key needs only to change when the source does: its CRC-32 and length.
+	"node:crypto": zlib.crc32 && {
+		getFips: () => 0,
+		createHash: () => {
+			const parts = [];
+			const hash = {
+				update(data) {
+					parts.push(typeof data === "string" ? Buffer.from(data) : data);
+					return hash;
+				},
+				digest() {
+					const data = Buffer.concat(parts);
+					return `${zlib.crc32(data).toString(16).padStart(8, "0")}${data.length.toString(16).padStart(8, "0")}`;
+				},
+			};
+			return hash;
+		},
+	},
+}).filter(([, standIn]) => standIn));
 
 /**
  * jiti's `createJiti` as its CommonJS entry (`jiti/lib/jiti.cjs`) builds it from the bundle in
@@ -221,8 +265,13 @@ export async function getExecCommand() {
 	return execCommand;
 }
 
-/** pi's event bus module; tiny, so it is loaded when the first extension is. */
+/**
+ * pi's event bus factory. With require(esm) it is loaded when an extension first reads
+ * `pi.events` (most never do, and an `import()` here would load Node's ES module loader for every
+ * start); without, it is imported when the first extension is.
+ */
 export async function loadEventBusFactory() {
+	if (canRequireEsm) return () => require(distPath("core/event-bus.js")).createEventBus();
 	const { createEventBus } = await import(distUrl("core/event-bus.js"));
 	return createEventBus;
 }

@@ -60,7 +60,8 @@ export class Host {
 		if (paths.length) this.createEventBus ??= await loadEventBusFactory();
 		// A new bus per generation: pi gives a replaced session a new one; for reload pi keeps the
 		// old bus and its stale listeners, which ext §10.3 lets the host fix.
-		const generation = new Generation(this.createEventBus ? this.createEventBus() : undefined);
+		const createEventBus = this.createEventBus;
+		const generation = new Generation(createEventBus && (() => createEventBus()));
 		const results = [];
 		const created = [];
 		for (const path of paths) {

@@ -3,7 +3,7 @@
 // needs a terminal is the no-op pi's RPC mode has. Without UI (json/print) every member is pi's
 // no-op column.
 
-import { randomUUID } from "node:crypto";
+import { randomUuid } from "./ids.mjs";
 import { getTheme } from "./packages.mjs";
 import { send } from "./wire.mjs";
 
@@ -25,7 +25,7 @@ const pickConfirmed = (response) => (response.cancelled ? false : "confirmed" in
 
 function openDialog(extensionPath, scope, options, fallback, fields, parse) {
 	if (options?.signal?.aborted || scope?.cancelled) return Promise.resolve(fallback);
-	const id = randomUUID();
+	const id = randomUuid();
 	return new Promise((resolve) => {
 		let timer;
 		const finish = (value, tellTau) => {
@@ -71,7 +71,7 @@ function terminalOnly() {
 }
 
 function notice(extensionPath, fields) {
-	send({ type: "ui_request", id: randomUUID(), extension: extensionPath, ...fields });
+	send({ type: "ui_request", id: randomUuid(), extension: extensionPath, ...fields });
 }
 
 export function createRpcUI(extensionPath, scope) {

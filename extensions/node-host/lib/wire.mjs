@@ -3,6 +3,7 @@
 // (actions that expect a reply).
 
 import { appendFileSync } from "node:fs";
+import { parseFrame } from "./deferred-json.mjs";
 import { writeLine } from "./stdout-guard.mjs";
 
 // `TAU_HOST_FRAME_LOG=<file>`: every frame read and written, one JSON line each
@@ -102,7 +103,7 @@ function parseAndDeliver(line, onFrame) {
 	logFrame("in", line);
 	let frame;
 	try {
-		frame = JSON.parse(line);
+		frame = parseFrame(line);
 	} catch {
 		process.stderr.write(`node-host: ignoring a line that is not JSON: ${line.slice(0, 200)}\n`);
 		return;

@@ -1,15 +1,18 @@
 // Runs after `npm ci` (postinstall). Writes the host's own modules (lib/main.mjs and what it
-// imports from lib/) as one ES module, lib/host.bundle.mjs, and in lib/host.bundle.json the
-// size and modification time of each file it was made from and of the bundle, which host.mjs
-// checks before using it (host.mjs says why). Packages stay imports of their own: the bundle
-// holds only the host's code, unchanged, so import.meta.url still names a file in lib/.
+// imports from lib/) as one CommonJS file, lib/host.bundle.cjs, and in lib/host.bundle.json the
+// size and modification time of each file it was made from and of the bundle, which host.cjs
+// checks before using it (host.cjs says why). Packages stay imports of their own: the bundle
+// holds only the host's code. It sits in lib/ beside the sources, so `import.meta.url`, which
+// becomes the bundle's own URL, still names a file there; `import.meta.resolve` (only Node's
+// fallback in packages.mjs) becomes require.resolve, the one resolver CommonJS has.
 
 import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, join, relative } from "node:path";
 
 const root = join(import.meta.dirname, "..");
 const lib = join(root, "lib");
-const out = join(lib, "host.bundle.mjs");
+const out = join(lib, "host.bundle.cjs");
+rmSync(join(lib, "host.bundle.mjs"), { force: true });
 const record = join(lib, "host.bundle.json");
 rmSync(record, { force: true });
 
@@ -18,14 +21,23 @@ const result = await build({
 	absWorkingDir: root,
 	entryPoints: [join(lib, "main.mjs")],
 	bundle: true,
-	format: "esm",
+	format: "cjs",
+	define: { "import.meta.url": "__tauModuleUrl", "import.meta.resolve": "__tauResolve" },
 	platform: "node",
 	target: "node20",
 	packages: "external",
 	outfile: out,
 	metafile: true,
 	logLevel: "warning",
-	banner: { js: "// Written by scripts/bundle-host.mjs from lib/*.mjs at install; edit those, not this." },
+	banner: {
+		js: [
+			"// Written by scripts/bundle-host.mjs from lib/*.mjs at install; edit those, not this.",
+			// The sources are ES modules, which are strict.
+			'"use strict";',
+			'const __tauModuleUrl = require("node:url").pathToFileURL(__filename).href;',
+			'const __tauResolve = (specifier) => require("node:url").pathToFileURL(require.resolve(specifier)).href;',
+		].join("\n"),
+	},
 });
 
 const files = {};

@@ -10,7 +10,7 @@ import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const HOST = join(here, "..", "host.mjs");
+const HOST = join(here, "..", "host.cjs");
 const BASIC = join(here, "fixtures", "basic.ts");
 
 const scratch = mkdtempSync(join(tmpdir(), "tau-node-host-cache-"));

@@ -11,7 +11,7 @@ import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const HOST = join(here, "..", "host.mjs");
+const HOST = join(here, "..", "host.cjs");
 const fixture = (name) => join(here, "fixtures", name);
 const example = (name) => join(here, "fixtures", "pi-examples", name);
 

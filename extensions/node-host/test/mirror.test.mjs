@@ -3,6 +3,8 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { DeferredJson, parseFrame } from "../lib/deferred-json.mjs";
+import { randomHex, randomUuid } from "../lib/ids.mjs";
 import { Mirror } from "../lib/mirror.mjs";
 
 const message = (id, parentId, role = "assistant") => ({ type: "message", id, parentId, message: { role } });
@@ -83,5 +85,52 @@ describe("model objects", () => {
 		mirror.apply({ version: 3, model: { ...big, contextWindow: 200000 } });
 		mirror.apply({ version: 4, model: { ...big, contextWindow: 300000 } });
 		assert.equal(mirror.model.contextWindow, 300000, "once echoed, tau's later values apply");
+	});
+});
+
+describe("the model catalog", () => {
+	const catalog = Array.from({ length: 800 }, (_, i) => ({ id: `m${i}`, name: `Model ${i}`, provider: "p", contextWindow: 1000 + i, maxTokens: 100, reasoning: false }));
+	const frameLine = (state) => JSON.stringify({ type: "event", id: "t2", extension: "/x.ts", event: { type: "session_start" }, state: { ...state, allModels: catalog } });
+
+	test("ending a large frame, it stays text until an extension reads it", () => {
+		const line = frameLine({ version: 1, projectTrusted: true });
+		assert.ok(line.length > 64 * 1024, "the fixture is as large as tau's catalog");
+		const frame = parseFrame(line);
+		assert.ok(frame.state.allModels instanceof DeferredJson);
+		assert.equal(frame.state.projectTrusted, true);
+		const mirror = new Mirror();
+		mirror.apply(frame.state);
+		assert.ok(mirror.catalog instanceof DeferredJson, "not parsed by apply");
+		assert.deepEqual(
+			mirror.allModels.map((m) => ({ ...m })),
+			catalog,
+		);
+		assert.equal(mirror.findModel("p", "m7").contextWindow, 1007);
+	});
+
+	test("a model sent after the catalog keeps its newer values and its object", () => {
+		const mirror = new Mirror();
+		mirror.apply(parseFrame(frameLine({ version: 1 })).state);
+		mirror.apply({ version: 2, model: { ...catalog[3], contextWindow: 5 } });
+		const current = mirror.model;
+		assert.equal(mirror.findModel("p", "m3"), current, "one object per model");
+		assert.equal(current.contextWindow, 5, "the catalog's older value did not come back");
+	});
+
+	test("a line not shaped as tau writes it is parsed whole", () => {
+		const nested = JSON.stringify({ type: "event", id: "t3", state: { version: 1 }, event: { type: "x", data: "y".repeat(70000), allModels: [1] } });
+		assert.deepEqual(parseFrame(nested).event.allModels, [1]);
+		assert.equal(parseFrame(nested).state.allModels, undefined);
+		const small = JSON.stringify({ type: "event", state: { allModels: [{ id: "a", provider: "b" }] } });
+		assert.deepEqual(parseFrame(small).state.allModels, [{ id: "a", provider: "b" }]);
+	});
+});
+
+describe("ids the host makes up", () => {
+	test("UUIDs in the form crypto.randomUUID writes, all different", () => {
+		const seen = new Set(Array.from({ length: 1000 }, randomUuid));
+		assert.equal(seen.size, 1000);
+		for (const id of seen) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+		assert.match(randomHex(8), /^[0-9a-f]{8}$/);
 	});
 });

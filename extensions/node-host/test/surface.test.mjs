@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const HOST = join(here, "..", "host.mjs");
+const HOST = join(here, "..", "host.cjs");
 const EXT = join(here, "fixtures", "surface.ts");
 const agentDir = mkdtempSync(join(tmpdir(), "tau-node-host-agent-"));
 const workDir = mkdtempSync(join(tmpdir(), "tau-node-host-cwd-"));

@@ -212,8 +212,33 @@ fn peak_rss_kb() -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-#[tokio::test]
-async fn a_hundred_megabytes_stay_out_of_memory() {
+/// Peak RSS belongs to the whole process, and the other tests of this binary run beside this
+/// one on other threads: what they allocate would count against it. So the measuring half runs
+/// alone, in this test binary started again for this one test.
+#[test]
+fn a_hundred_megabytes_stay_out_of_memory() {
+    const ALONE: &str = "TAU_TEST_RSS_ALONE";
+    if std::env::var_os(ALONE).is_none() {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "bash::a_hundred_megabytes_stay_out_of_memory",
+                "--test-threads=1",
+            ])
+            .env(ALONE, "1")
+            .status()
+            .unwrap();
+        assert!(status.success(), "the run on its own failed: {status}");
+        return;
+    }
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(a_hundred_megabytes_measured());
+}
+
+async fn a_hundred_megabytes_measured() {
     let s = session();
     // 1,000,000 lines of 99 characters and a newline.
     let mut request = ShellRequest::new(&s.env, "yes $(printf '%099d' 0) | head -c 100000000");
@@ -339,7 +364,8 @@ async fn a_background_job_holding_stdout_does_not_hang_and_survives() {
     let text = text(&result);
     let (pid, rest) = text.split_once('\n').unwrap();
     assert_eq!(rest, "done\n");
-    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    // Waiting for the job would take its 5 s; under load the answer alone may take a second.
+    assert!(elapsed < Duration::from_millis(4_000), "{elapsed:?}");
     let pid: i32 = pid.parse().unwrap();
     assert!(alive(pid), "the background job was killed");
     let _ = rustix::process::kill_process(
@@ -352,8 +378,9 @@ async fn a_background_job_holding_stdout_does_not_hang_and_survives() {
 async fn a_background_job_flooding_the_pipe_does_not_hang() {
     let started = Instant::now();
     let result = bash("yes & sleep 0.1; echo started").await.unwrap();
+    // A hang would last as long as `yes` runs (forever); a loaded machine takes a second.
     assert!(
-        started.elapsed() < Duration::from_secs(1),
+        started.elapsed() < Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );

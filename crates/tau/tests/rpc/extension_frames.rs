@@ -151,6 +151,7 @@ fn every_frame_between_tau_and_the_host_matches_the_protocol_schema() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+    assert_catalog_ends_its_frame(&text);
     for expected in [
         "input",
         "before_agent_start",
@@ -196,4 +197,56 @@ fn every_frame_between_tau_and_the_host_matches_the_protocol_schema() {
             "no frame was checked against {definition}: {checked:?}"
         );
     }
+}
+
+/// The model catalog reaches the host as the last key of the last field of its frame
+/// (docs/extensions.md §5: the Node host cuts it off unparsed).
+fn assert_catalog_ends_its_frame(log: &str) {
+    let carrying: Vec<(String, Value)> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|entry| entry["dir"] == "in")
+        .filter_map(|entry| entry["line"].as_str().map(str::to_string))
+        .filter_map(|line| {
+            let frame: Value = serde_json::from_str(&line).ok()?;
+            frame["state"].get("allModels")?;
+            Some((line, frame))
+        })
+        .collect();
+    assert!(!carrying.is_empty(), "the catalog reached the host");
+    for (line, frame) in &carrying {
+        assert_ends_frame(line, frame);
+    }
+}
+
+fn assert_ends_frame(line: &str, frame: &Value) {
+    let fields: Vec<&String> = frame
+        .as_object()
+        .map(|f| f.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        fields.last().map(|k| k.as_str()),
+        Some("state"),
+        "{fields:?}"
+    );
+    let keys: Vec<&String> = frame["state"]
+        .as_object()
+        .map(|state| state.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        keys.last().map(|k| k.as_str()),
+        Some("allModels"),
+        "{keys:?}"
+    );
+    assert!(
+        line.ends_with("]}}"),
+        "{}",
+        &line[line.len().saturating_sub(80)..]
+    );
+    assert!(
+        frame["state"]["allModels"]
+            .as_array()
+            .is_some_and(|m| m.len() > 2),
+        "the whole catalog"
+    );
 }
