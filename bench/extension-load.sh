@@ -13,6 +13,7 @@ runs=${RUNS:-10}
 cargo build --profile dist --quiet -p tau
 (cd extensions/node-host && [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error)
 tau="$PWD/target/dist/tau"
+first_answer="$PWD/bench/first-answer.py"
 pi="$pi_dir/node_modules/.bin/pi"
 examples="$PWD/extensions/node-host/test/fixtures/pi-examples"
 work=$(mktemp -d)
@@ -22,7 +23,6 @@ git -C "$work/repo" init -q
 export TAU_AGENT_DIR="$work/agent" PI_CODING_AGENT_DIR="$work/pi-agent" PI_OFFLINE=1 PI_SKIP_VERSION_CHECK=1
 cd "$work/repo"
 
-first_answer="$PWD/bench/first-answer.py"
 median_ms() {
   python3 "$first_answer" --runs "$runs" -- "$@" 2>/dev/null || echo nan
 }

@@ -210,7 +210,9 @@ const JITI_BUILTINS = Object.fromEntries(Object.entries({
  * the 190 KB bundle for export names before running it, a third of the host's start.
  */
 function loadCreateJiti() {
-	const dist = join(dirname(require.resolve("jiti")), "..", "dist");
+	// The copy installed beside the host, found without Node's resolver (~4 ms of each start).
+	const installed = join(modules, "jiti", "dist");
+	const dist = existsSync(join(installed, "jiti.cjs")) ? installed : join(dirname(require.resolve("jiti")), "..", "dist");
 	const createJitiFromBundle = requireWithCodeCache(join(dist, "jiti.cjs"), JITI_BUILTINS);
 	let babel;
 	// Loaded on a transpile-cache miss only, as jiti's own entry does.
