@@ -10,11 +10,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures_util::future::{BoxFuture, join_all};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tau_protocol::SessionEvent;
 use tau_protocol::extension::{
-    ActionFrame, FromExtension, Initialized, Manifest, PROTOCOL_VERSION, Reply, ToExtension,
-    ToolRegistration,
+    ActionFrame, FrameState, FromExtension, Initialized, Manifest, PROTOCOL_VERSION, Reply,
+    ToExtension, ToolRegistration,
 };
 use tau_protocol::rpc::{ExtensionUiRequest, ExtensionUiResponse, OutboundRecord, UiMethod};
 use tokio::sync::mpsc;
@@ -35,11 +36,15 @@ pub trait Outlet: Send + Sync + 'static {
 pub trait StateSource: Send + Sync + 'static {
     /// The mirror's plain keys (`model`, `thinkingLevel`, `isIdle`, …) as they are now.
     fn fields(&self) -> Map<String, Value>;
-    /// Keys that do not change during a run of tau (the model catalog): sent once per
-    /// process, on its first frame that carries state, after every other key and in the
-    /// order given (the catalog goes last: see docs/extensions.md §5).
+    /// Keys that do not change during a run of tau: sent once per process, on its first
+    /// frame that carries state, after every other key.
     fn constant_fields(&self) -> Map<String, Value> {
         Map::new()
+    }
+    /// The model catalog (`allModels`) as JSON text, constant like the keys above and sent
+    /// with them, last of all (docs/extensions.md §5).
+    fn catalog(&self) -> Option<&RawValue> {
+        None
     }
     /// The session's entries from index `from` on, how many there are in all and the leaf,
     /// read together (a leaf read apart from the entries can name an entry before the last
@@ -497,7 +502,7 @@ impl Extensions {
         &self,
         process: &Process,
         index: usize,
-        request: impl FnOnce(String, Option<Value>) -> ToExtension,
+        request: impl FnOnce(String, Option<FrameState>) -> ToExtension,
         deadline: Option<Duration>,
         cancel: Option<&CancellationToken>,
         updates: Option<mpsc::UnboundedSender<Value>>,
@@ -515,7 +520,7 @@ impl Extensions {
 
     /// The `state` a frame to process `index` carries: the keys that changed since the last
     /// one, and the entries appended since (`reset` when the session is another one).
-    fn state_delta(&self, sent: &mut Sent) -> Option<Value> {
+    fn state_delta(&self, sent: &mut Sent) -> Option<FrameState> {
         let source = self.state.read().ok()?.clone()?;
         let mut fields = source.fields();
         let session_id = fields
@@ -556,18 +561,25 @@ impl Extensions {
         sent.fields = fields;
         sent.entries = total;
         sent.session_id = session_id;
+        let mut catalog = None;
         if !sent.constants_sent {
             sent.constants_sent = true;
-            // Last, in the order given: the catalog ends the frame, so the Node host can cut
-            // it off unparsed (docs/extensions.md §5).
             delta.extend(source.constant_fields());
+            catalog = source.catalog();
         }
-        if delta.is_empty() {
+        if delta.is_empty() && catalog.is_none() {
             return None;
         }
         sent.version += 1;
         delta.shift_insert(0, "version".into(), sent.version.into());
-        Some(Value::Object(delta))
+        match FrameState::new(&delta, catalog) {
+            Ok(state) => Some(state),
+            Err(err) => {
+                // Only a map of values and valid JSON text go in; kept for the record.
+                tracing::error!("cannot serialise the extensions' state: {err}");
+                None
+            }
+        }
     }
 
     /// Calls `extension`'s handlers for `event` (an object with `type`) and returns their

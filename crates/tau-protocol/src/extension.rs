@@ -3,6 +3,7 @@
 //! for the same reason: one place says what crosses it.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::rpc::UiMethod;
@@ -35,7 +36,7 @@ pub enum ToExtension {
         id: String,
         reason: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        state: Option<Value>,
+        state: Option<FrameState>,
     },
     Flags {
         extension: String,
@@ -49,7 +50,7 @@ pub enum ToExtension {
         extension: String,
         event: Value,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        state: Option<Value>,
+        state: Option<FrameState>,
     },
     ExecuteTool {
         id: String,
@@ -58,7 +59,7 @@ pub enum ToExtension {
         tool_name: String,
         params: Value,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        state: Option<Value>,
+        state: Option<FrameState>,
     },
     PrepareArguments {
         id: String,
@@ -72,7 +73,7 @@ pub enum ToExtension {
         name: String,
         args: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        state: Option<Value>,
+        state: Option<FrameState>,
     },
     Cancel {
         id: String,
@@ -88,6 +89,59 @@ pub enum ToExtension {
     },
     Response(Reply),
     Shutdown,
+}
+
+/// The `state` a frame carries (docs/extensions.md §5), held as its JSON text. The model
+/// catalog, most of the first frame's bytes, is serialised once from the models themselves
+/// and spliced in as text: built as a tree of values it cost more than the rest of the frame
+/// on the way to the first answer (an allocation and a hash per key, twice).
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct FrameState(Box<RawValue>);
+
+impl FrameState {
+    /// `fields` in their order, then `allModels` (the catalog's JSON text) when given: the
+    /// catalog ends the frame, so the Node host can cut it off unparsed.
+    pub fn new(
+        fields: &Map<String, Value>,
+        catalog: Option<&RawValue>,
+    ) -> serde_json::Result<Self> {
+        #[derive(Serialize)]
+        struct Parts<'a> {
+            #[serde(flatten)]
+            fields: &'a Map<String, Value>,
+            #[serde(rename = "allModels", skip_serializing_if = "Option::is_none")]
+            catalog: Option<&'a RawValue>,
+        }
+        serde_json::value::to_raw_value(&Parts { fields, catalog }).map(FrameState)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The state as a tree of values.
+    pub fn to_value(&self) -> serde_json::Result<Value> {
+        serde_json::from_str(self.0.get())
+    }
+}
+
+impl PartialEq for FrameState {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl<'de> Deserialize<'de> for FrameState {
+    // Through a value: a raw value cannot be read from inside an internally tagged frame,
+    // whose fields serde buffers first.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        serde_json::value::to_raw_value(&value)
+            .map(FrameState)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// The answer to a request, in either direction: `result` or `error`.
@@ -366,6 +420,56 @@ pub struct Initialized {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_frame_state_ends_with_the_catalog_as_given() {
+        let mut fields = Map::new();
+        fields.insert("version".into(), json!(1));
+        fields.insert("model".into(), json!({"id": "m"}));
+        let catalog = RawValue::from_string(r#"[{"id":"a"}, {"id":"b"}]"#.into())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let state = FrameState::new(&fields, Some(&catalog)).unwrap_or_else(|e| panic!("{e}"));
+        // The catalog's text is kept as it was written, spaces and all.
+        assert_eq!(
+            state.get(),
+            r#"{"version":1,"model":{"id":"m"},"allModels":[{"id":"a"}, {"id":"b"}]}"#
+        );
+        let frame = ToExtension::Event {
+            id: Some("t2".into()),
+            extension: "/x.ts".into(),
+            event: json!({"type": "session_start"}),
+            state: Some(state.clone()),
+        };
+        let line = serde_json::to_string(&frame).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            line.ends_with(r#""allModels":[{"id":"a"}, {"id":"b"}]}}"#),
+            "{line}"
+        );
+        let read: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read["state"]["allModels"][1]["id"], "b");
+        assert_eq!(state.to_value().ok(), Some(read["state"].clone()));
+        let without = FrameState::new(&fields, None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(without.get(), r#"{"version":1,"model":{"id":"m"}}"#);
+        assert_ne!(without, state);
+        let only = FrameState::new(&Map::new(), Some(&catalog)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(only.get(), r#"{"allModels":[{"id":"a"}, {"id":"b"}]}"#);
+    }
+
+    #[test]
+    fn a_frame_state_reads_back_from_inside_a_frame() {
+        let frame: ToExtension = serde_json::from_str(
+            r#"{"type":"run_command","id":"1","extension":"/x.ts","name":"n","args":"",
+                "state":{"version":2,"allModels":[]}}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let ToExtension::RunCommand { state, .. } = frame else {
+            panic!("{frame:?}");
+        };
+        assert_eq!(
+            state.map(|s| s.get().to_string()).as_deref(),
+            Some(r#"{"version":2,"allModels":[]}"#)
+        );
+    }
 
     #[test]
     fn frames_read_as_the_document_writes_them() {

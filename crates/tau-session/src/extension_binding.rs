@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use tau_protocol::extension_event::ExtensionEvent;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tau_extensions::Extensions;
 use tau_protocol::extension::ExtensionAction;
@@ -127,20 +128,29 @@ impl ExtensionBinding {
 
     /// Attaches the loaded extensions: they read the mirror and carry out the session-only
     /// actions where their frames arrive. The session fills the mirror's keys next.
-    pub(crate) fn bind(&mut self, extensions: Arc<Extensions>, all_models: Value, trusted: bool) {
-        let state = self.mirror(all_models, trusted);
+    pub(crate) fn bind(
+        &mut self,
+        extensions: Arc<Extensions>,
+        catalog: Option<Box<RawValue>>,
+        trusted: bool,
+    ) {
+        let state = self.mirror(catalog, trusted);
         extensions.set_state_source(state as Arc<dyn tau_extensions::StateSource>);
         extensions.set_action_applier(Arc::new(self.immediate_actions()));
         self.extensions = Some(extensions);
     }
 
-    /// Starts the mirror (`allModels` is the whole catalog: large, and it does not change
-    /// while tau runs, so it is sent once).
-    fn mirror(&mut self, all_models: Value, project_trusted: bool) -> Arc<ExtensionState> {
+    /// Starts the mirror (`catalog`, `allModels`, is the whole catalog as JSON text: large,
+    /// and it does not change while tau runs, so it is sent once).
+    fn mirror(
+        &mut self,
+        catalog: Option<Box<RawValue>>,
+        project_trusted: bool,
+    ) -> Arc<ExtensionState> {
         let state = Arc::new(ExtensionState {
             conversation: Arc::clone(&self.conversation),
             session_keys: std::sync::Mutex::default(),
-            all_models,
+            catalog,
             project_trusted,
             context_usage: std::sync::Mutex::default(),
         });
@@ -188,6 +198,11 @@ impl ExtensionBinding {
         };
         let mut fields = state.fields();
         fields.extend(state.constant_fields());
+        // Parsed for this rare action only (an extension asking for the whole mirror).
+        if let Some(catalog) = state.catalog() {
+            let all_models = serde_json::from_str(catalog.get()).unwrap_or(Value::Null);
+            fields.insert("allModels".into(), all_models);
+        }
         let session_id = self.conversation.session_id();
         let since = state.entries_since(0, &session_id).unwrap_or_default();
         fields.insert(
@@ -308,7 +323,8 @@ mod tests {
     #[tokio::test]
     async fn the_snapshot_holds_the_session_keys_and_every_entry() {
         let mut binding = binding();
-        binding.mirror(json!([]), true);
+        let catalog = RawValue::from_string(r#"[{"id":"m"}]"#.into()).ok();
+        binding.mirror(catalog, true);
         binding.refresh(keys(None));
         let appended = binding
             .apply_session_action(&ExtensionAction::AppendEntry {
@@ -325,6 +341,8 @@ mod tests {
         assert_eq!(snapshot["allTools"][0]["description"], "Read a file");
         assert_eq!(snapshot["systemPrompt"], "You are tau.");
         assert_eq!(snapshot["projectTrusted"], true);
+        // The catalog, kept as text for the frames, is a value again in the snapshot.
+        assert_eq!(snapshot["allModels"], json!([{"id": "m"}]));
         assert_eq!(snapshot["contextUsage"], Value::Null, "no model, no window");
         assert_eq!(snapshot["entries"]["reset"], true);
         assert_eq!(snapshot["entries"]["append"][0]["id"], id);

@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::conversation::Conversation;
@@ -14,8 +15,8 @@ pub(crate) struct ExtensionState {
     pub conversation: Arc<Conversation>,
     /// Keys only the session knows; replaced whole by [`AgentSession::refresh_extension_state`].
     pub session_keys: Mutex<Map<String, Value>>,
-    /// `allModels`, sent once per process.
-    pub all_models: Value,
+    /// `allModels` as JSON text, sent once per process.
+    pub catalog: Option<Box<RawValue>>,
     /// `projectTrusted` (`ctx.isProjectTrusted()`), decided before the session starts.
     pub project_trusted: bool,
     /// `contextUsage` for a number of messages and a context window: estimating walks the
@@ -90,9 +91,11 @@ impl tau_extensions::StateSource for ExtensionState {
     fn constant_fields(&self) -> Map<String, Value> {
         let mut fields = Map::new();
         fields.insert("projectTrusted".into(), Value::Bool(self.project_trusted));
-        // Last: the Node host defers parsing the catalog when it ends the frame.
-        fields.insert("allModels".into(), self.all_models.clone());
         fields
+    }
+
+    fn catalog(&self) -> Option<&RawValue> {
+        self.catalog.as_deref()
     }
 
     fn entries_since(&self, from: usize, session_id: &str) -> Option<tau_extensions::EntriesSince> {

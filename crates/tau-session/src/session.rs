@@ -284,11 +284,11 @@ impl AgentSession {
     /// Attaches the loaded extensions: their tools join the next run, their handlers hear
     /// its events.
     pub fn set_extensions(&mut self, extensions: Arc<tau_extensions::Extensions>) {
-        // The whole catalog is large and does not change while tau runs.
-        let all_models =
-            serde_json::to_value(self.models.registry().all_models()).unwrap_or_default();
+        // The whole catalog is large and does not change while tau runs: serialised once,
+        // straight from the models.
+        let catalog = self.models.registry().all_models_json();
         let trusted = self.workspace.project_trusted();
-        self.extensions.bind(extensions, all_models, trusted);
+        self.extensions.bind(extensions, catalog, trusted);
         self.refresh_extension_state();
     }
 

@@ -677,6 +677,14 @@ async fn start_extensions(
         timeouts: timeouts(settings),
         project_trusted,
     };
+    // The first state frame carries the model catalog: made while the processes load
+    // instead of after (a spare core; no join: whoever needs it first waits for it).
+    if let Err(err) = std::thread::Builder::new()
+        .name("tau-catalog".into())
+        .spawn(tau_ai::registry::prepare_builtin_models_json)
+    {
+        tracing::debug!("the catalog is made when first needed: {err}");
+    }
     let outlet = std::sync::Arc::new(tau_session::ExtensionOutlet::default());
     let (set, actions) = tau_extensions::Extensions::load(
         entries,

@@ -75,10 +75,12 @@ try {
 	}
 	await esbuild({
 		// Each entry point's part is evaluated when first read: an extension that builds a
-		// schema needs `typebox` alone, ~40 % of what evaluating every part costs (~10 ms).
+		// schema needs `typebox` alone, ~40 % of what evaluating every part costs (~10 ms). And
+		// kept: esbuild turns each `require` of an ES module into a fresh CommonJS copy of its
+		// namespace (a getter per export, ~300 for `typebox`), which every read would make again.
 		stdin: {
 			contents: [...entries]
-				.map(([subpath, file]) => `Object.defineProperty(exports, ${JSON.stringify(keyOf(subpath))}, { enumerable: true, get: () => require(${JSON.stringify(esmOf(file))}) });`)
+				.map(([subpath, file]) => `{ let part; Object.defineProperty(exports, ${JSON.stringify(keyOf(subpath))}, { enumerable: true, get: () => (part ??= require(${JSON.stringify(esmOf(file))})) }); }`)
 				.join("\n"),
 			resolveDir: build,
 			sourcefile: "tau-typebox-entry.cjs",

@@ -69,6 +69,20 @@ test("TypeBox's entry points re-export one CommonJS file", () => {
 	}
 });
 
+test("each part of TypeBox's CommonJS file is made once, however often it is read", () => {
+	const report = run(`
+		import { createRequire } from "node:module";
+		const { requireWithCodeCache } = await import(${libUrl("code-cache.mjs")});
+		const file = createRequire(${libUrl("packages.mjs")}).resolve("typebox").replace(/[^/]*$/, "tau-typebox.cjs");
+		const parts = ["index", "compile", "value"];
+		const first = parts.map((part) => requireWithCodeCache(file)[part]);
+		console.log(JSON.stringify(parts.map((part, i) => requireWithCodeCache(file)[part] === first[i])));
+	`);
+	// A fresh copy per read cost ~300 property definitions each time (`typebox` was read ~8
+	// times while loading an extension that builds a schema).
+	assert.deepEqual(report, [true, true, true]);
+});
+
 test("alias targets are the files Node's resolvers name", () => {
 	for (const specifier of ["@earendil-works/pi-coding-agent", "@earendil-works/pi-agent-core", "@earendil-works/pi-tui", "@earendil-works/pi-ai", "@earendil-works/pi-ai/oauth", "jiti"]) {
 		assert.equal(resolvePackage(specifier), fileURLToPath(import.meta.resolve(specifier, pathToFileURL(join(lib, "packages.mjs")).href)), specifier);

@@ -7,6 +7,8 @@
 
 use std::sync::OnceLock;
 
+use serde_json::value::RawValue;
+
 use tau_protocol::{InputModality, Model, ModelCost};
 
 /// The catalog as pi publishes it: the source of `catalog_data.rs`, which tests keep equal to it.
@@ -24,6 +26,23 @@ pub fn builtin_models() -> &'static [Model] {
             .map(BuiltinModel::to_model)
             .collect()
     })
+}
+
+static CATALOG_TEXT: OnceLock<Option<Box<RawValue>>> = OnceLock::new();
+
+/// The built-in models as JSON text, what extensions receive as `allModels` when nothing
+/// changes the catalog (`None` if serialising failed, which plain data does not). Made once
+/// per process: it is 300 KB.
+pub fn builtin_models_json() -> Option<&'static RawValue> {
+    CATALOG_TEXT
+        .get_or_init(|| serde_json::value::to_raw_value(builtin_models()).ok())
+        .as_deref()
+}
+
+/// Builds the built-in models and their JSON text now, for a caller that has a spare thread
+/// while it waits (tau starting its extension processes): the first state frame needs both.
+pub fn prepare_builtin_models_json() {
+    builtin_models_json();
 }
 
 /// A built-in model as data laid out by the compiler (`catalog_data.rs`, generated from

@@ -26,7 +26,10 @@ use globset::GlobBuilder;
 use tau_protocol::{Model, ThinkingLevel};
 
 pub use auth::{ApiKey, env_vars_for};
-pub use catalog::{DEFAULT_MODEL_PER_PROVIDER, builtin_models, default_model_id};
+pub use catalog::{
+    DEFAULT_MODEL_PER_PROVIDER, builtin_models, builtin_models_json, default_model_id,
+    prepare_builtin_models_json,
+};
 pub use models_json::ModelsJsonError;
 pub use patch::ModelPatch;
 
@@ -321,6 +324,16 @@ impl Registry {
     /// Every model, built-in and custom, in registry order, with or without credentials.
     pub fn all_models(&self) -> &[Model] {
         &self.loaded().models
+    }
+
+    /// [`Registry::all_models`] as JSON text (extensions' `allModels`); the built-in catalog's
+    /// text, made once per process, when nothing changed it. `None` if serialising failed,
+    /// which plain data does not.
+    pub fn all_models_json(&self) -> Option<Box<serde_json::value::RawValue>> {
+        match &self.loaded().models {
+            Cow::Borrowed(_) => builtin_models_json().map(ToOwned::to_owned),
+            Cow::Owned(models) => serde_json::value::to_raw_value(models).ok(),
+        }
     }
 
     /// The models whose provider has credentials configured, in registry order.

@@ -69,6 +69,52 @@ fn missing_files_mean_builtins_only() {
     assert!(reg.available_models().is_empty());
 }
 
+/// `all_models_json` is the catalog's own serialisation, whichever way it is made.
+fn assert_json_is_the_models(reg: &Registry) {
+    let text = reg.all_models_json().expect("the catalog serialises");
+    let read: Vec<tau_protocol::Model> = serde_json::from_str(text.get()).unwrap();
+    assert_eq!(read.as_slice(), reg.all_models());
+}
+
+#[test]
+fn the_catalog_as_json_text_follows_models_json_and_patches() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut reg = registry(dir.path(), &[]);
+    // Nothing changes the catalog: the built-in text, made once per process.
+    assert_json_is_the_models(&reg);
+    let builtin = reg.all_models_json().unwrap();
+    assert_eq!(builtin.get(), builtin_models_json().unwrap().get());
+    write(
+        dir.path(),
+        "models.json",
+        r#"{"providers": {"local": {"baseUrl": "http://127.0.0.1:1/v1", "api": "openai-completions",
+            "apiKey": "k", "models": [{"id": "small"}]}}}"#,
+    );
+    reg.reload();
+    assert_json_is_the_models(&reg);
+    assert!(
+        reg.all_models_json()
+            .unwrap()
+            .get()
+            .contains(r#""id":"small""#)
+    );
+    // A patched built-in model, without models.json: no longer the built-in text.
+    let mut reg = registry(tempfile::tempdir().unwrap().path(), &[]);
+    let first = &builtin_models()[0];
+    let patch = ModelPatch {
+        name: Some("Renamed by an extension".into()),
+        ..ModelPatch::default()
+    };
+    assert!(reg.patch_model(&first.provider.clone(), &first.id.clone(), &patch));
+    assert_json_is_the_models(&reg);
+    assert!(
+        reg.all_models_json()
+            .unwrap()
+            .get()
+            .contains("Renamed by an extension")
+    );
+}
+
 #[test]
 fn comments_and_trailing_commas_are_stripped_outside_strings() {
     let text = "{\n  // a comment\n  \"a\": \"http://x//y\", // tail\n  \"b\": [1, 2,],\n  \"c\": \",]\",\n}\n";
