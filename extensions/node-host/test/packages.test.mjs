@@ -83,6 +83,24 @@ test("each part of TypeBox's CommonJS file is made once, however often it is rea
 	assert.deepEqual(report, [true, true, true]);
 });
 
+test("cross-spawn runs from its one-file parse module, under its own entry point", () => {
+	const root = dirname(hostRequire.resolve("cross-spawn"));
+	const report = run(`
+		import { createRequire } from "node:module";
+		import { readFileSync } from "node:fs";
+		const require = createRequire(${libUrl("packages.mjs")});
+		const crossSpawn = require("cross-spawn");
+		const ran = crossSpawn.sync(process.execPath, ["-e", "process.stdout.write('ran')"], { encoding: "utf8" });
+		const loaded = Object.keys(require.cache).filter((file) => file.includes("node_modules")).map((file) => file.split("node_modules/").pop());
+		console.log(JSON.stringify({ output: ran.stdout, loaded, bundled: readFileSync(${JSON.stringify(join(root, "lib", "parse.js"))}, "utf8").includes("scripts/bundle-cross-spawn.mjs") }));
+	`);
+	assert.equal(report.output, "ran");
+	assert.equal(report.bundled, true, "lib/parse.js is the bundle");
+	// The entry point (which ES modules scan for export names) stays the small original; which,
+	// isexe, path-key and shebang-command come inside parse.js.
+	assert.deepEqual(report.loaded.sort(), ["cross-spawn/index.js", "cross-spawn/lib/enoent.js", "cross-spawn/lib/parse.js"]);
+});
+
 test("alias targets are the files Node's resolvers name", () => {
 	for (const specifier of ["@earendil-works/pi-coding-agent", "@earendil-works/pi-agent-core", "@earendil-works/pi-tui", "@earendil-works/pi-ai", "@earendil-works/pi-ai/oauth", "jiti"]) {
 		assert.equal(resolvePackage(specifier), fileURLToPath(import.meta.resolve(specifier, pathToFileURL(join(lib, "packages.mjs")).href)), specifier);
