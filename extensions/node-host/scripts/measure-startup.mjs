@@ -1,6 +1,6 @@
-// Measures what the host costs tau at startup: wall time from spawning `node host.mjs` to the
-// `initialize` response, and on to the answer of the first `session_start` (which pays for pi's
-// theme when an extension uses it). Prints the median of N runs per extension.
+// Measures what the host costs tau at startup: wall time from spawning `node host.cjs` (as tau
+// does) to the `initialize` response, and on to the answer of the first `session_start` (which
+// pays for pi's theme when an extension uses it). Prints the median of N runs per extension.
 //
 //   node scripts/measure-startup.mjs [runs]        (default 5)
 
@@ -28,7 +28,7 @@ function once(extensions) {
 	return new Promise((resolve, reject) => {
 		const started = process.hrtime.bigint();
 		const ms = () => Number(process.hrtime.bigint() - started) / 1e6;
-		const child = spawn(process.execPath, [join(root, "host.mjs")], { env: { ...process.env, PI_CODING_AGENT_DIR: agentDir }, stdio: ["pipe", "pipe", "ignore"] });
+		const child = spawn(process.execPath, [join(root, "host.cjs")], { env: { ...process.env, PI_CODING_AGENT_DIR: agentDir }, stdio: ["pipe", "pipe", "ignore"] });
 		const send = (frame) => child.stdin.write(`${JSON.stringify(frame)}\n`);
 		const times = {};
 		let buffer = "";
