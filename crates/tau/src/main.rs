@@ -681,7 +681,9 @@ async fn start_extensions(
     // instead of after (a spare core; no join: whoever needs it first waits for it).
     if let Err(err) = std::thread::Builder::new()
         .name("tau-catalog".into())
-        .spawn(tau_ai::registry::prepare_builtin_models_json)
+        .spawn(|| {
+            tau_ai::registry::builtin_models_json();
+        })
     {
         tracing::debug!("the catalog is made when first needed: {err}");
     }

@@ -39,12 +39,6 @@ pub fn builtin_models_json() -> Option<&'static RawValue> {
         .as_deref()
 }
 
-/// Builds the built-in models and their JSON text now, for a caller that has a spare thread
-/// while it waits (tau starting its extension processes): the first state frame needs both.
-pub fn prepare_builtin_models_json() {
-    builtin_models_json();
-}
-
 /// A built-in model as data laid out by the compiler (`catalog_data.rs`, generated from
 /// `data/models.json`). Why not the JSON: parsing its 290 KB was most of the instructions of a
 /// start-up that needs a model (9.8 M of them, 4.2 M without). Why spans into one text and no

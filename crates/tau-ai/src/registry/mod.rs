@@ -28,7 +28,6 @@ use tau_protocol::{Model, ThinkingLevel};
 pub use auth::{ApiKey, env_vars_for};
 pub use catalog::{
     DEFAULT_MODEL_PER_PROVIDER, builtin_models, builtin_models_json, default_model_id,
-    prepare_builtin_models_json,
 };
 pub use models_json::ModelsJsonError;
 pub use patch::ModelPatch;

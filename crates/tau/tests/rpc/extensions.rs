@@ -892,6 +892,34 @@ fn skills_an_extension_discovers_are_offered() {
     );
 }
 
+/// Without `models.json` the catalog an extension gets is the built-in one, whose JSON text
+/// tau makes once while the extension processes start (decision T110): the mirror's
+/// `get_state` action hands it back whole, as values.
+#[test]
+fn the_built_in_catalog_reaches_extensions_whole() {
+    let mut t = ready_tau(
+        tau()
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .arg("--no-session")
+            .arg("-e")
+            .arg(guard_path()),
+    );
+    t.event("extension_ui_request");
+    t.send(&json!({"id": "w", "type": "prompt", "message": "/whoami"}));
+    let notify = t.event("extension_ui_request");
+    let text = notify["message"].as_str().unwrap_or_default().to_string();
+    t.response("w");
+    let count: usize = text
+        .rsplit(", ")
+        .next()
+        .and_then(|tail| tail.strip_suffix(" models"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a model count: {text}"));
+    assert!(text.starts_with("claude-"), "an Anthropic default: {text}");
+    // The built-in catalog has hundreds of models across its providers (826 in pi 0.79's).
+    assert!(count > 500, "{text}");
+}
+
 #[test]
 fn get_state_and_shutdown_actions() {
     let (_mock, mut t) = start("", None);
