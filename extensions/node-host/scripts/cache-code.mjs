@@ -1,17 +1,21 @@
-// Runs after `npm ci` (postinstall), after the bundles. Writes V8's code caches of jiti, of the
-// babel transform it loads on a transpile-cache miss, and of TypeBox's CommonJS file
-// (scripts/bundle-typebox.mjs; lib/code-cache.mjs says why), in a fresh Node that first loads a
-// TypeScript module through the host's own jiti set-up with the transpile cache off, so that
-// the functions a load runs are compiled into the caches too.
+// Runs after `npm ci` (postinstall), after the bundles. Writes V8's code caches of the host's
+// bundle (scripts/bundle-host.mjs), of jiti, of the babel transform it loads on a transpile-cache
+// miss, and of TypeBox's CommonJS file (scripts/bundle-typebox.mjs; lib/code-cache.cjs says
+// why): the host runs once as tau starts it, loading a TypeScript extension with an empty
+// transpile cache, and writes the caches as it exits, so that the functions a start and a load
+// run are compiled into them too.
 // A cache is only for the Node that wrote it; another Node rejects it and compiles as usual.
 
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { createInterface } from "node:readline";
 
-const lib = join(import.meta.dirname, "..", "lib");
+const root = join(import.meta.dirname, "..");
+const cached = ["lib/host.bundle.cjs", "node_modules/jiti/dist/jiti.cjs", "node_modules/jiti/dist/babel.cjs", "node_modules/typebox/build/tau-typebox.cjs"];
+const began = Date.now();
 const scratch = mkdtempSync(join(tmpdir(), "tau-code-cache-"));
 try {
 	const sample = join(scratch, "sample.ts");
@@ -36,19 +40,39 @@ export default function (pi: ExtensionAPI, options: Options = { name: "x" }): vo
 }
 `,
 	);
-	const warmUp = `
-		const { newJiti } = await import(${JSON.stringify(pathToFileURL(join(lib, "packages.mjs")).href)});
-		const { writeCodeCaches } = await import(${JSON.stringify(pathToFileURL(join(lib, "code-cache.mjs")).href)});
-		const jiti = await newJiti(false);
-		const factory = await jiti.import(${JSON.stringify(sample)}, { default: true });
-		if (typeof factory !== "function") throw new Error("the sample did not load");
-		writeCodeCaches();
-	`;
-	const env = { ...process.env };
-	delete env.PI_CODING_AGENT_DIR;
-	const made = spawnSync(process.execPath, ["--input-type=module", "-e", warmUp], { env, encoding: "utf8" });
+	// A host run as tau starts one: the extension loaded, its session started, then shut down.
+	const agentDir = join(scratch, "agent");
+	mkdirSync(agentDir);
+	const frames = [
+		{ type: "initialize", id: "init", protocol: 1, tau: "install", cwd: scratch, agentDir, mode: "rpc", hasUI: false, extensions: [sample], state: { projectTrusted: true } },
+		{ type: "event", id: "start", extension: sample, event: { type: "session_start", reason: "startup" }, state: { version: 1, model: null, activeTools: [], allTools: [] } },
+		{ type: "shutdown" },
+	];
+	const env = { ...process.env, PI_CODING_AGENT_DIR: agentDir, TAU_NODE_HOST_WRITE_CODE_CACHES: "1" };
+	const host = spawn(process.execPath, [join(root, "host.cjs")], { env, cwd: scratch, stdio: ["pipe", "pipe", "pipe"] });
+	// The host may be gone before its input is: its exit says how it went.
+	host.stdin.on("error", () => {});
+	const send = () => host.stdin.write(`${JSON.stringify(frames.shift())}\n`);
+	let stderr = "";
+	host.stderr.on("data", (chunk) => (stderr += chunk));
+	const answered = new Set();
+	createInterface({ input: host.stdout }).on("line", (line) => {
+		const frame = JSON.parse(line);
+		// Each frame waits for the answer to the one before, as tau's do.
+		if (frame.type === "response" && !frame.error) {
+			answered.add(frame.id);
+			send();
+		}
+	});
+	const timer = setTimeout(() => host.kill(), 60_000);
+	send();
+	const [status] = await once(host, "exit");
+	clearTimeout(timer);
+	const missing = cached.filter((file) => !(statSync(join(root, `${file}.tau-code-cache`), { throwIfNoEntry: false })?.mtimeMs >= began - 1000));
 	// Only slower without them: say so, and go on.
-	if (made.status !== 0) console.warn(`tau: no code caches for jiti, babel and TypeBox: ${made.stderr}`);
+	if (status !== 0 || !answered.has("start") || missing.length > 0) {
+		console.warn(`tau: no code caches for ${missing.join(", ") || "the host's files"} (host exit ${status}): ${stderr}`);
+	}
 } finally {
 	rmSync(scratch, { recursive: true, force: true });
 }
