@@ -97,6 +97,15 @@ try {
 		logLevel: "warning",
 		banner: { js: `// typebox ${pkg.version}, every entry point in one file: written by tau's node host (scripts/bundle-typebox.mjs).` },
 	});
+	// esbuild's `require` of an ES module hands out a CommonJS copy of its namespace, a getter per
+	// export that calls the namespace's own getter: each read of `Type` went through two, and the
+	// copy cost ~1 ms to make. The parts are the namespaces themselves, marked as ES modules as the
+	// copy was (one `__esModule`, not enumerable), so importers see the same names and values.
+	const bundled = readFileSync(cjs, "utf8");
+	const copies = /part\?\?=\((init_[\w$]+)\(\),__toCommonJS\(([\w$]+)\)\)/g;
+	const parts = bundled.match(copies)?.length ?? 0;
+	if (parts !== entries.size) throw new Error(`expected ${entries.size} parts in tau-typebox.cjs, found ${parts}`);
+	writeFileSync(cjs, bundled.replace(copies, 'part??=($1(),__defProp($2,"__esModule",{value:!0}))'));
 	const namespaces = createRequire(import.meta.url)(cjs);
 	const codeCacheUrl = relative(build, codeCache).split("\\").join("/");
 	writeFileSync(
