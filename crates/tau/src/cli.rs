@@ -186,9 +186,11 @@ pub enum Invocation {
     Run(Box<RunOptions>),
 }
 
-/// How the agent is driven (pi's app modes without the terminal UI).
+/// How the agent is driven (pi's app modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunMode {
+    /// The terminal UI: stdin and stdout are a terminal and no mode was named.
+    Interactive,
     /// JSON commands on stdin, responses and events on stdout.
     Rpc,
     /// The Agent Client Protocol on stdin and stdout.
@@ -350,8 +352,8 @@ pub fn parse_in(
         }
         Err(err) => return clap_error(err),
     };
-    // pi's choice: a named mode, else `-p` or anything not a terminal means print mode; the
-    // terminal UI pi would start otherwise is not part of tau.
+    // pi's choice: a named mode, else `-p` or anything not a terminal means print mode, and a
+    // terminal the interactive session.
     let mode = match (cli.mode, cli.print) {
         (Some(Mode::Rpc), _) => RunMode::Rpc,
         (Some(Mode::Acp), _) => RunMode::Acp,
@@ -360,14 +362,7 @@ pub fn parse_in(
         (None, false) if !terminal.stdin || !terminal.stdout || cli.list_models.is_some() => {
             RunMode::Text
         }
-        (None, false) => {
-            return Err(
-                "tau has no interactive mode: run `tau -p \"message\"` for one answer, \
-                 `tau --mode json \"message\"` for its events, or `tau --mode rpc` to drive it \
-                 over JSONL (see tau --help)"
-                    .to_string(),
-            );
-        }
+        (None, false) => RunMode::Interactive,
     };
     if mode == RunMode::Rpc && cli.messages.iter().any(|m| m.starts_with('@')) {
         return Err("@file arguments are not supported in RPC mode".to_string());
@@ -388,8 +383,10 @@ pub fn parse_in(
                 .to_string(),
         );
     }
-    if cli.resume {
-        return Err("--resume needs an interactive terminal, which tau does not have".to_string());
+    if cli.resume && mode != RunMode::Interactive {
+        return Err(
+            "--resume needs the interactive session (a terminal, no --mode or -p)".to_string(),
+        );
     }
     let name = match cli.name.as_deref().map(str::trim) {
         Some("") => return Err("--name requires a non-empty value".to_string()),
@@ -587,7 +584,9 @@ mod tests {
         // Piped in or out: print mode, as pi decides.
         assert_eq!(mode(&["hi"], false, true), Ok(RunMode::Text));
         assert_eq!(mode(&["hi"], true, false), Ok(RunMode::Text));
-        assert!(mode(&["hi"], true, true).is_err_and(|e| e.contains("no interactive mode")));
+        assert_eq!(mode(&["hi"], true, true), Ok(RunMode::Interactive));
+        assert_eq!(mode(&[], true, true), Ok(RunMode::Interactive));
+        assert!(mode(&["--resume", "-p", "hi"], true, true).is_err_and(|e| e.contains("--resume")));
         assert_eq!(mode(&["-p", "@notes.md"], true, true), Ok(RunMode::Text));
     }
 

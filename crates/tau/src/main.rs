@@ -266,7 +266,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     }
     // Then the `@file` arguments (a missing file is fatal), and the session, both with the
     // settings trust allows.
-    let prompts = if one_shot {
+    let prompts = if one_shot || options.mode == RunMode::Interactive {
         let files: Vec<String> = options
             .cli
             .messages
@@ -290,6 +290,10 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     } else {
         Vec::new()
     };
+    // The interactive session lists this folder's sessions (`/resume`) and shows the
+    // conversation of one it continues.
+    let listing_dir = tau_session::session_dir(&config, &settings).0;
+    let resumed = !matches!(choice, SessionChoice::New);
     let store = match startup_store(&config, &settings, &choice) {
         Ok(store) => store,
         Err(message) => {
@@ -299,7 +303,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     };
     // JSON mode prints the session header first, as pi does.
     let header = match (&store, options.mode) {
-        (_, RunMode::Rpc | RunMode::Acp | RunMode::Text) => None,
+        (_, RunMode::Rpc | RunMode::Acp | RunMode::Text | RunMode::Interactive) => None,
         (tau_session::StartupStore::Ready(store), RunMode::Json) => {
             serde_json::to_value(store.header()).ok()
         }
@@ -422,6 +426,45 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
                 tau_acp::ExitReason::OutputFailed => ExitReason::OutputFailed,
             };
             (reason, 0)
+        }
+        RunMode::Interactive => {
+            let (commands_in, commands_out) = io::pipe()?;
+            let (records_in, records_out) = io::pipe()?;
+            let options = tau_tui::Options {
+                cwd_label: home_relative(&cwd),
+                history_file: Some(history_file(&agent_dir, &cwd)),
+                session_dir: Some(listing_dir),
+                show_history: resumed,
+                resume: options.cli.resume,
+                initial_prompt: prompts.into_iter().next().map(|p| p.text),
+            };
+            // What tau and its extension processes write to stderr would land on the screen
+            // the UI draws: it goes to a log file in the agent directory while the UI runs.
+            let stderr_log = redirect_stderr(&agent_dir);
+            let driving = std::thread::Builder::new()
+                .name("tau-tui".into())
+                .spawn(move || tau_tui::run(records_in, commands_out, protocol_out, options))?;
+            // The UI gets pi's lean stream: it adds up the deltas itself.
+            let serving = tau_rpc::serve(
+                commands_in,
+                records_out,
+                version,
+                tau_rpc::UpdateShape::Lean,
+                make_session,
+                extensions,
+                signals.first(),
+            );
+            let reason = runtime.block_on(serving);
+            let code = match driving.join() {
+                Ok(Ok(code)) => code,
+                Ok(Err(e)) => {
+                    restore_stderr(stderr_log);
+                    anyhow::bail!("the terminal UI failed: {e}");
+                }
+                Err(_) => 1,
+            };
+            restore_stderr(stderr_log);
+            (reason, code)
         }
         RunMode::Text | RunMode::Json => {
             if !has_model {
@@ -664,13 +707,14 @@ async fn start_extensions(
         // pi's `ctx.mode`; RPC and ACP modes have someone to answer dialogs (ACP: `confirm`
         // and `select` as permission requests).
         mode: match mode {
+            RunMode::Interactive => "interactive",
             RunMode::Rpc => "rpc",
             RunMode::Acp => "acp",
             RunMode::Text => "print",
             RunMode::Json => "json",
         }
         .into(),
-        has_ui: matches!(mode, RunMode::Rpc | RunMode::Acp),
+        has_ui: matches!(mode, RunMode::Interactive | RunMode::Rpc | RunMode::Acp),
         tau_version: env!("CARGO_PKG_VERSION").into(),
         node: std::env::var_os("TAU_NODE").map_or_else(|| "node".into(), Into::into),
         node_host: tau_extensions::find_node_host(),
@@ -757,6 +801,54 @@ fn take_over_stdout() -> anyhow::Result<File> {
     // them. Not a pipe, or not allowed: nothing changes.
     let _ = rustix::pipe::fcntl_setpipe_size(&private, 1 << 20);
     Ok(File::from(private))
+}
+
+/// The folder as the terminal UI's footer shows it: `~/…` below the home directory.
+fn home_relative(cwd: &std::path::Path) -> String {
+    match std::env::var_os("HOME").map(std::path::PathBuf::from) {
+        Some(home) if cwd.starts_with(&home) && home.as_os_str().len() > 1 => format!(
+            "~/{}",
+            cwd.strip_prefix(&home)
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        )
+        .trim_end_matches('/')
+        .to_string(),
+        _ => cwd.display().to_string(),
+    }
+}
+
+/// The terminal UI's prompt history for this folder (one file per folder, in the agent
+/// directory, named as the folder's default session directory is).
+fn history_file(agent_dir: &std::path::Path, cwd: &std::path::Path) -> std::path::PathBuf {
+    let sessions = tau_session::store::paths::default_session_dir(agent_dir, cwd);
+    let name = sessions
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "default".into());
+    agent_dir.join("history").join(format!("{name}.jsonl"))
+}
+
+/// Points stderr (and the stdout the protocol no longer uses) at `<agent dir>/tui.log` while
+/// the terminal UI runs; returns the terminal's stderr to restore.
+fn redirect_stderr(agent_dir: &std::path::Path) -> Option<rustix::fd::OwnedFd> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(agent_dir.join("tui.log"))
+        .ok()?;
+    let saved = rustix::io::fcntl_dupfd_cloexec(io::stderr(), 3).ok()?;
+    rustix::stdio::dup2_stderr(&log).ok()?;
+    let _ = rustix::stdio::dup2_stdout(&log);
+    Some(saved)
+}
+
+fn restore_stderr(saved: Option<rustix::fd::OwnedFd>) {
+    if let Some(saved) = saved {
+        let _ = rustix::stdio::dup2_stderr(&saved);
+        let _ = rustix::stdio::dup2_stdout(&saved);
+    }
 }
 
 /// SIGINT, SIGTERM and SIGHUP, caught instead of killing the process.

@@ -41,6 +41,7 @@ mod state;
 mod third_party;
 mod todos;
 mod trust;
+mod tui;
 
 use tau_test_kit::{Tau, TauBuilder};
 

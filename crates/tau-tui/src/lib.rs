@@ -1,0 +1,507 @@
+//! tau's terminal front-end (`tau` on a terminal): an interactive session drawn with ratatui
+//! over crossterm. It is a client of the RPC server running in the same process over a pair of
+//! pipes, as the one-shot modes are (decision T111): every command, event and extension dialog
+//! is the protocol's, so the terminal gets exactly what RPC hosts get. This crate owns the
+//! screen, the keys and the prompt history; `app` holds the rules without a terminal.
+
+pub mod app;
+pub mod editor;
+pub mod markdown;
+pub mod sessions;
+pub mod theme;
+pub mod transcript;
+pub mod wrap;
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self, Event};
+use crossterm::{execute, queue};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use serde_json::Value;
+
+use app::{App, Dialog, DialogBody};
+
+/// The shortest time between two frames: the screen is redrawn at most at ~60 Hz, however
+/// fast the deltas come, so a long reply costs little more than in RPC mode.
+const FRAME: Duration = Duration::from_millis(16);
+
+/// What the interactive session starts with.
+pub struct Options {
+    /// The folder, as the footer shows it.
+    pub cwd_label: String,
+    /// Where prompt history is kept (one JSON string per line), if anywhere.
+    pub history_file: Option<PathBuf>,
+    /// This folder's sessions (`/resume`).
+    pub session_dir: Option<PathBuf>,
+    /// Show the conversation so far (`--continue`, `--session`).
+    pub show_history: bool,
+    /// Open the session picker first (`--resume`).
+    pub resume: bool,
+    /// The message given on the command line, sent at once.
+    pub initial_prompt: Option<String>,
+}
+
+enum Input {
+    Record(Value),
+    Terminal(Event),
+    ServerGone,
+}
+
+/// Runs the interactive session until the user quits or the server ends; `records` is the
+/// server's output, `commands` its input, `screen` the terminal. Returns the exit code.
+pub fn run(
+    records: impl Read + Send + 'static,
+    mut commands: impl Write,
+    screen: File,
+    options: Options,
+) -> io::Result<u8> {
+    let (tx, rx) = mpsc::channel();
+    let records_tx = tx.clone();
+    std::thread::Builder::new()
+        .name("tau-tui-records".into())
+        .spawn(move || {
+            for line in BufReader::new(records).split(b'\n') {
+                let Ok(line) = line else { break };
+                if let Ok(record) = serde_json::from_slice::<Value>(&line)
+                    && records_tx.send(Input::Record(record)).is_err()
+                {
+                    return;
+                }
+            }
+            let _ = records_tx.send(Input::ServerGone);
+        })?;
+    std::thread::Builder::new()
+        .name("tau-tui-keys".into())
+        .spawn(move || {
+            while let Ok(event) = event::read() {
+                if tx.send(Input::Terminal(event)).is_err() {
+                    return;
+                }
+            }
+        })?;
+
+    let history = options
+        .history_file
+        .as_deref()
+        .map(read_history)
+        .unwrap_or_default();
+    let mut app = App::new(theme::Theme::from_env(), options.cwd_label.clone(), history);
+    app.session_dir = options.session_dir.clone();
+    if options.show_history {
+        app.load_history();
+    }
+    if options.resume {
+        app.open_resume_picker();
+    }
+    if let Some(text) = options.initial_prompt.filter(|t| !t.trim().is_empty()) {
+        app.editor.set_text(&text);
+        app.submit(false);
+    }
+
+    let mut guard = TerminalGuard::enter(screen)?;
+    let result = event_loop(&mut app, &rx, &mut commands, &mut guard.terminal);
+    drop(guard);
+    if let Some(path) = &options.history_file {
+        write_history(path, app.editor.history());
+    }
+    result.map(|()| 0)
+}
+
+fn event_loop(
+    app: &mut App,
+    rx: &mpsc::Receiver<Input>,
+    commands: &mut impl Write,
+    terminal: &mut Terminal<CrosstermBackend<File>>,
+) -> io::Result<()> {
+    let mut last_draw = Instant::now() - FRAME;
+    let mut title = None;
+    loop {
+        for command in app.take_commands() {
+            if writeln!(commands, "{command}")
+                .and_then(|()| commands.flush())
+                .is_err()
+            {
+                return Ok(());
+            }
+        }
+        if app.quit {
+            return Ok(());
+        }
+        if let Some(text) = app.clipboard.take() {
+            use base64::Engine as _;
+            let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+            let backend = terminal.backend_mut();
+            write!(backend, "\x1b]52;c;{encoded}\x07")?;
+            backend.flush()?;
+        }
+        if app.title != title {
+            title.clone_from(&app.title);
+            if let Some(text) = &title {
+                execute!(terminal.backend_mut(), crossterm::terminal::SetTitle(text))?;
+            }
+        }
+        if app.dirty && last_draw.elapsed() >= FRAME {
+            draw(app, terminal)?;
+            app.dirty = false;
+            last_draw = Instant::now();
+        }
+        let wait = if app.dirty {
+            FRAME.saturating_sub(last_draw.elapsed())
+        } else {
+            Duration::from_secs(1)
+        };
+        let input = match rx.recv_timeout(wait) {
+            Ok(input) => input,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+        };
+        // Everything already waiting is taken before the next frame.
+        for input in std::iter::once(input).chain(rx.try_iter()) {
+            match input {
+                Input::Record(record) => app.on_record(&record),
+                Input::Terminal(Event::Key(key)) => app.on_key(key),
+                Input::Terminal(Event::Paste(text)) => app.on_paste(&text),
+                Input::Terminal(Event::Resize(..)) => {
+                    terminal.autoresize()?;
+                    app.dirty = true;
+                }
+                Input::Terminal(_) => {}
+                Input::ServerGone => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Raw mode, the alternate screen and bracketed paste while it lives; the terminal as it was
+/// after, also when the UI fails.
+struct TerminalGuard {
+    terminal: Terminal<CrosstermBackend<File>>,
+}
+
+impl TerminalGuard {
+    fn enter(screen: File) -> io::Result<Self> {
+        crossterm::terminal::enable_raw_mode()?;
+        let mut backend = CrosstermBackend::new(screen);
+        let entered = execute!(
+            backend,
+            crossterm::terminal::EnterAlternateScreen,
+            event::EnableBracketedPaste
+        );
+        // Shift+Enter is told apart from Enter only with the keyboard enhancement; a terminal
+        // without it ignores the request. Not detected first: crossterm asks through fd 1,
+        // which is the log while the UI runs, and the question costs a round trip at start.
+        let _ = queue!(
+            backend,
+            event::PushKeyboardEnhancementFlags(
+                event::KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES
+            )
+        );
+        if let Err(e) = entered {
+            let _ = crossterm::terminal::disable_raw_mode();
+            return Err(e);
+        }
+        let terminal = Terminal::new(backend)?;
+        Ok(Self { terminal })
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        let backend = self.terminal.backend_mut();
+        let _ = queue!(backend, event::PopKeyboardEnhancementFlags);
+        let _ = execute!(
+            backend,
+            event::DisableBracketedPaste,
+            crossterm::terminal::LeaveAlternateScreen,
+            crossterm::cursor::Show
+        );
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+}
+
+fn draw(app: &mut App, terminal: &mut Terminal<CrosstermBackend<File>>) -> io::Result<()> {
+    // One synchronized update per frame: the terminal shows it whole (no flicker).
+    queue!(
+        terminal.backend_mut(),
+        crossterm::terminal::BeginSynchronizedUpdate
+    )?;
+    terminal.draw(|frame| render(app, frame))?;
+    execute!(
+        terminal.backend_mut(),
+        crossterm::terminal::EndSynchronizedUpdate
+    )?;
+    Ok(())
+}
+
+/// Draws the whole screen: conversation, widgets, status, editor, footer, and a dialog.
+pub fn render(app: &mut App, frame: &mut ratatui::Frame<'_>) {
+    let area = frame.area();
+    let width = area.width as usize;
+    let editor_lines = editor_lines(app, width.saturating_sub(2));
+    let editor_height = (editor_lines.len() as u16).clamp(1, 10) + 1;
+    let widget_lines: Vec<Line<'static>> = app
+        .widgets
+        .values()
+        .flatten()
+        .map(|l| Line::from(Span::styled(l.clone(), app.theme.dim)))
+        .collect();
+    let widget_height = (widget_lines.len() as u16).min(area.height / 4);
+    let [conversation, widgets, status, editor, footer] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(widget_height),
+        Constraint::Length(1),
+        Constraint::Length(editor_height),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+
+    // The conversation, anchored to the bottom, scrolled up by `scroll` lines.
+    let lines = app.transcript.lines(width, app.view, &app.theme);
+    let height = conversation.height as usize;
+    let max_scroll = lines.len().saturating_sub(height);
+    app.scroll = app.scroll.min(max_scroll);
+    let end = lines.len() - app.scroll;
+    let start = end.saturating_sub(height);
+    let visible: Vec<Line<'static>> = lines[start..end].to_vec();
+    let top_pad = height.saturating_sub(visible.len());
+    let mut shown = vec![Line::default(); top_pad];
+    shown.extend(visible);
+    frame.render_widget(Paragraph::new(shown), conversation);
+
+    frame.render_widget(Paragraph::new(widget_lines), widgets);
+
+    let mut status_spans = Vec::new();
+    if app.streaming {
+        status_spans.push(Span::styled("● working (Esc to abort)", app.theme.accent));
+    } else if app.compacting {
+        status_spans.push(Span::styled(
+            "● compacting (Esc to abort)",
+            app.theme.accent,
+        ));
+    }
+    let queued = app.queued_steering.len() + app.queued_follow_up.len();
+    if queued > 0 {
+        status_spans.push(Span::styled(format!("  {queued} queued"), app.theme.dim));
+    }
+    if app.scroll > 0 {
+        status_spans.push(Span::styled(
+            format!("  ↑ {} lines (PageDown)", app.scroll),
+            app.theme.dim,
+        ));
+    }
+    frame.render_widget(Paragraph::new(Line::from(status_spans)), status);
+
+    // The editor: a rule, then the text with a prompt mark.
+    let mut shown_editor = vec![Line::from(Span::styled("─".repeat(width), app.theme.dim))];
+    let visible_editor = editor_lines.len().saturating_sub(10);
+    shown_editor.extend(editor_lines.iter().skip(visible_editor).cloned());
+    frame.render_widget(Paragraph::new(shown_editor), editor);
+    if app.dialog.is_none() {
+        let (row, col) = cursor_position(app, width.saturating_sub(2));
+        let row = row.saturating_sub(visible_editor);
+        frame.set_cursor_position((editor.x + 2 + col as u16, editor.y + 1 + row as u16));
+    }
+
+    frame.render_widget(Paragraph::new(footer_line(app, width)), footer);
+
+    if let Some(dialog) = &app.dialog {
+        render_dialog(dialog, &app.theme, frame, area);
+    }
+}
+
+/// The editor's text as lines, with `› ` before the first and room for the cursor.
+fn editor_lines(app: &App, width: usize) -> Vec<Line<'static>> {
+    let text = app.editor.text();
+    let mut out = Vec::new();
+    for (i, line) in text.split('\n').enumerate() {
+        let lead = if i == 0 {
+            Span::styled("› ", app.theme.accent)
+        } else {
+            Span::raw("  ")
+        };
+        for (j, chunk) in chunks(line, width.max(1)).into_iter().enumerate() {
+            let lead = if j == 0 {
+                lead.clone()
+            } else {
+                Span::raw("  ")
+            };
+            out.push(Line::from(vec![lead, Span::raw(chunk)]));
+        }
+    }
+    out
+}
+
+/// `line` cut into pieces of `width` cells (the editor wraps by cells, so the cursor maps back).
+fn chunks(line: &str, width: usize) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut used = 0;
+    for ch in line.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+        if used + w > width {
+            out.push(String::new());
+            used = 0;
+        }
+        if let Some(last) = out.last_mut() {
+            last.push(ch);
+        }
+        used += w;
+    }
+    out
+}
+
+/// The cursor's row and column within `editor_lines`.
+fn cursor_position(app: &App, width: usize) -> (usize, usize) {
+    let before = &app.editor.text()[..app.editor.cursor()];
+    let mut row = 0;
+    let lines: Vec<&str> = before.split('\n').collect();
+    let full_text = app.editor.text();
+    for (i, line) in full_text.split('\n').enumerate() {
+        if i + 1 >= lines.len() {
+            break;
+        }
+        row += chunks(line, width.max(1)).len();
+    }
+    let last = lines.last().copied().unwrap_or_default();
+    let pieces = chunks(last, width.max(1));
+    row += pieces.len() - 1;
+    let col = pieces
+        .last()
+        .map_or(0, |p| unicode_width::UnicodeWidthStr::width(p.as_str()));
+    (row, col)
+}
+
+fn footer_line(app: &App, width: usize) -> Line<'static> {
+    let f = &app.footer;
+    let mut left = f.cwd.clone();
+    if let Some(name) = &f.session_name {
+        left.push_str(&format!(" • {name}"));
+    }
+    let mut right = f.model.clone();
+    if !f.thinking.is_empty() && f.thinking != "off" {
+        right.push_str(&format!(" • {}", f.thinking));
+    }
+    if let Some(context) = &f.context {
+        right.push_str(&format!(" • ctx {context}"));
+    }
+    if f.cost > 0.0 {
+        right.push_str(&format!(" • ${:.3}", f.cost));
+    }
+    for status in app.statuses.values() {
+        right = format!("{status} • {right}");
+    }
+    let used = unicode_width::UnicodeWidthStr::width(left.as_str())
+        + unicode_width::UnicodeWidthStr::width(right.as_str());
+    let gap = width.saturating_sub(used).max(1);
+    Line::from(vec![
+        Span::styled(left, app.theme.footer),
+        Span::raw(" ".repeat(gap)),
+        Span::styled(right, app.theme.footer),
+    ])
+}
+
+fn render_dialog(
+    dialog: &Dialog,
+    theme: &theme::Theme,
+    frame: &mut ratatui::Frame<'_>,
+    area: Rect,
+) {
+    let width = area.width.saturating_sub(4).clamp(20, 80);
+    let inner_width = width.saturating_sub(2) as usize;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    match &dialog.body {
+        DialogBody::Select { options, selected } => {
+            let room = area.height.saturating_sub(6) as usize;
+            let first = selected.saturating_sub(room.saturating_sub(1));
+            for (i, option) in options.iter().enumerate().skip(first).take(room.max(1)) {
+                let style = if i == *selected {
+                    theme.accent.add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::default()
+                };
+                let mark = if i == *selected { "› " } else { "  " };
+                lines.push(Line::from(Span::styled(format!("{mark}{option}"), style)));
+            }
+            lines.push(Line::from(Span::styled(
+                "↑↓ choose • Enter select • Esc cancel",
+                theme.dim,
+            )));
+        }
+        DialogBody::Confirm { message } => {
+            for line in message.lines() {
+                lines.extend(wrap::wrap_line(
+                    &Line::from(line.to_string()),
+                    inner_width,
+                    &[],
+                ));
+            }
+            lines.push(Line::from(Span::styled(
+                "y yes • n no • Esc cancel",
+                theme.dim,
+            )));
+        }
+        DialogBody::Input { editor, multiline } => {
+            for line in editor.text().split('\n') {
+                lines.extend(chunks(line, inner_width.max(1)).into_iter().map(Line::from));
+            }
+            let help = if *multiline {
+                "Enter new line • Ctrl+S save • Esc cancel"
+            } else {
+                "Enter submit • Esc cancel"
+            };
+            lines.push(Line::from(Span::styled(help, theme.dim)));
+        }
+    }
+    let height = (lines.len() as u16 + 2).min(area.height);
+    let rect = Rect {
+        x: area.x + (area.width.saturating_sub(width)) / 2,
+        y: area.y + (area.height.saturating_sub(height)) / 2,
+        width: width.min(area.width),
+        height,
+    };
+    frame.render_widget(Clear, rect);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(format!(" {} ", dialog.title), theme.accent));
+    frame.render_widget(Paragraph::new(lines).block(block), rect);
+}
+
+fn read_history(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .map(|text| {
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<String>(l).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Keeps the last entries; written whole to a temporary file and renamed, never half.
+const HISTORY_KEPT: usize = 500;
+
+fn write_history(path: &std::path::Path, history: &[String]) {
+    let start = history.len().saturating_sub(HISTORY_KEPT);
+    let mut text = String::new();
+    for entry in &history[start..] {
+        if let Ok(line) = serde_json::to_string(entry) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+        if let Ok(mut file) = tempfile::NamedTempFile::new_in(dir)
+            && file.write_all(text.as_bytes()).is_ok()
+        {
+            let _ = file.persist(path);
+        }
+    }
+}

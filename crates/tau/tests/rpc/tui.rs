@@ -1,0 +1,375 @@
+//! The interactive session (`tau` on a terminal) through a pseudo-terminal: keys go in as a
+//! person types them, and the screen is read back through a terminal emulator (vt100) while
+//! tau-mock-llm answers.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use serde_json::json;
+use tau_mock_llm::{BackgroundMock, MockServer, Reply};
+use tau_test_kit::Dirs;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// tau in a pseudo-terminal, and what its screen shows.
+struct Terminal {
+    parser: Arc<Mutex<vt100::Parser>>,
+    writer: Box<dyn Write + Send>,
+    master: Box<dyn MasterPty + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+}
+
+impl Terminal {
+    fn start(dirs: &Dirs, args: &[&str], size: (u16, u16)) -> Self {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: size.1,
+                cols: size.0,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("a pseudo-terminal");
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_tau"));
+        command.args(args);
+        command.cwd(dirs.cwd());
+        command.env_clear();
+        command.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        command.env("HOME", dirs.home());
+        command.env("TAU_AGENT_DIR", dirs.agent_dir());
+        command.env("TERM", "xterm-256color");
+        let child = pty.slave.spawn_command(command).expect("tau starts");
+        drop(pty.slave);
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(
+            nonzero(size.1),
+            nonzero(size.0),
+            0,
+        )));
+        let mut reader = pty
+            .master
+            .try_clone_reader()
+            .expect("the terminal's output");
+        let screen = Arc::clone(&parser);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                screen.lock().unwrap().process(&buf[..n]);
+            }
+        });
+        let writer = pty.master.take_writer().expect("the terminal's input");
+        Self {
+            parser,
+            writer,
+            master: pty.master,
+            child,
+        }
+    }
+
+    fn contents(&self) -> String {
+        self.parser.lock().unwrap().screen().contents()
+    }
+
+    /// Waits until the screen shows `text`; returns the screen.
+    fn wait_for(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.contents();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "the screen never showed {text:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn keys(&mut self, keys: &str) {
+        self.writer.write_all(keys.as_bytes()).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    /// Types `text` and presses Enter.
+    fn submit(&mut self, text: &str) {
+        self.keys(text);
+        // The text and the Enter as two reads, as from a person: a paste would be one.
+        std::thread::sleep(Duration::from_millis(50));
+        self.keys("\r");
+    }
+
+    /// The row that contains `text`, and the cell where it starts.
+    fn find(&self, text: &str) -> Option<(u16, u16)> {
+        let parser = self.parser.lock().unwrap();
+        let screen = parser.screen();
+        let (rows, cols) = screen.size();
+        for row in 0..rows.get() {
+            let line = screen.contents_between(row, 0, row, cols.get());
+            if let Some(byte) = line.find(text) {
+                return Some((row, line[..byte].chars().count() as u16));
+            }
+        }
+        None
+    }
+
+    fn exits_within(&mut self, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+fn nonzero(n: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(n).unwrap()
+}
+
+fn dirs_with_models(mock: &BackgroundMock) -> Dirs {
+    let dirs = Dirs::new();
+    let models = json!({"providers": {"mock": {
+        "baseUrl": format!("{}/v1", mock.url()), "api": "openai-completions", "apiKey": "k",
+        "models": [{"id": "mock-1", "contextWindow": 100000, "maxTokens": 4096},
+                   {"id": "mock-2", "contextWindow": 200000, "maxTokens": 4096}],
+    }}});
+    std::fs::write(dirs.agent_dir().join("models.json"), models.to_string()).unwrap();
+    std::fs::write(
+        dirs.agent_dir().join("settings.json"),
+        r#"{"retry": {"enabled": false}}"#,
+    )
+    .unwrap();
+    dirs
+}
+
+#[test]
+fn a_prompt_streams_its_answer_as_rendered_markdown() {
+    let mock = MockServer::start_background().unwrap();
+    mock.push(Reply::new().text_chunks([
+        "## Plan\n\n",
+        "Some **bold** words and `code`.\n\n",
+        "- one\n- two\n",
+    ]));
+    let dirs = dirs_with_models(&mock);
+    let mut term = Terminal::start(&dirs, &[], (80, 24));
+    term.wait_for("mock/mock-1");
+    term.submit("make a plan");
+    let screen = term.wait_for("• two");
+    assert!(screen.contains("› make a plan"), "{screen}");
+    assert!(screen.contains("## Plan"), "{screen}");
+    assert!(
+        screen.contains("Some bold words and code."),
+        "the Markdown marks are rendered, not shown:\n{screen}"
+    );
+    let (row, col) = term.find("bold").unwrap();
+    let parser = term.parser.lock().unwrap();
+    assert!(
+        parser.screen().cell(row, col).unwrap().bold(),
+        "bold text is bold"
+    );
+    drop(parser);
+    // The request carried what was typed.
+    let body = &mock.requests()[0].body;
+    assert!(body.to_string().contains("make a plan"));
+}
+
+#[test]
+fn a_tool_call_shows_its_arguments_and_diff() {
+    let mock = MockServer::start_background().unwrap();
+    mock.push(Reply::new().tool_call(
+        "call_1",
+        "edit",
+        json!({"path": "notes.txt", "edits": [{"oldText": "old line", "newText": "new line"}]}),
+    ));
+    mock.push(Reply::text("Edited."));
+    let dirs = dirs_with_models(&mock);
+    std::fs::write(dirs.cwd().join("notes.txt"), "first\nold line\nlast\n").unwrap();
+    let mut term = Terminal::start(&dirs, &[], (80, 24));
+    term.wait_for("mock/mock-1");
+    term.submit("edit the notes");
+    let screen = term.wait_for("Edited.");
+    assert!(screen.contains("● edit notes.txt"), "{screen}");
+    let removed = screen
+        .lines()
+        .find(|l| l.contains("old line"))
+        .unwrap_or_default();
+    let added = screen
+        .lines()
+        .find(|l| l.contains("new line"))
+        .unwrap_or_default();
+    assert!(removed.trim_start().starts_with('-'), "{screen}");
+    assert!(added.trim_start().starts_with('+'), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(dirs.cwd().join("notes.txt")).unwrap(),
+        "first\nnew line\nlast\n"
+    );
+}
+
+#[test]
+fn esc_aborts_the_reply_and_enter_steers_it() {
+    let mock = MockServer::start_background().unwrap();
+    let chunks: Vec<String> = (0..200).map(|i| format!("word{i} ")).collect();
+    mock.push(Reply::new().text_chunks(chunks.clone()).chunk_delay_ms(30));
+    mock.push(Reply::new().text_chunks(chunks).chunk_delay_ms(30));
+    mock.push(Reply::text("Steered answer."));
+    let dirs = dirs_with_models(&mock);
+    let mut term = Terminal::start(&dirs, &[], (80, 24));
+    term.wait_for("mock/mock-1");
+    term.submit("talk");
+    term.wait_for("word3 ");
+    term.keys("\x1b");
+    term.wait_for("Error: aborted");
+    assert!(!term.contents().contains("word199"), "the reply stopped");
+
+    // Enter while a reply streams sends a steering message, delivered after it.
+    term.submit("again");
+    term.wait_for("word3 ");
+    term.submit("shorter please");
+    let screen = term.wait_for("Steered answer.");
+    assert!(screen.contains("› shorter please"), "{screen}");
+    let last = mock.requests().last().unwrap().body.to_string();
+    assert!(
+        last.contains("shorter please"),
+        "the steering message reached the model"
+    );
+}
+
+#[test]
+fn the_model_picker_switches_the_model() {
+    let mock = MockServer::start_background().unwrap();
+    let dirs = dirs_with_models(&mock);
+    let mut term = Terminal::start(&dirs, &[], (80, 24));
+    term.wait_for("mock/mock-1");
+    term.submit("/model");
+    term.wait_for("↑↓ choose");
+    term.keys("\x1b[B");
+    std::thread::sleep(Duration::from_millis(50));
+    term.keys("\r");
+    // The footer (the last row) names the new model and its context window.
+    let screen = term.wait_for("ctx 0/200.0k");
+    assert_eq!(
+        term.find("mock/mock-2").map(|(row, _)| row),
+        Some(23),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("↑↓ choose"),
+        "the picker closed:\n{screen}"
+    );
+}
+
+#[test]
+fn resume_reopens_an_earlier_session_and_shows_it() {
+    let mock = MockServer::start_background().unwrap();
+    mock.push(Reply::text("First answer."));
+    let dirs = dirs_with_models(&mock);
+    {
+        let mut term = Terminal::start(&dirs, &[], (80, 24));
+        term.wait_for("mock/mock-1");
+        term.submit("remember the plan");
+        term.wait_for("First answer.");
+        term.submit("/quit");
+        assert!(term.exits_within(Duration::from_secs(10)), "/quit ends tau");
+    }
+    let mut term = Terminal::start(&dirs, &["--resume"], (80, 24));
+    let picker = term.wait_for("remember the plan");
+    assert!(picker.contains("Resume"), "{picker}");
+    term.keys("\r");
+    let screen = term.wait_for("First answer.");
+    assert!(screen.contains("› remember the plan"), "{screen}");
+}
+
+#[test]
+fn the_screen_follows_a_resize_and_ctrl_c_twice_quits() {
+    let mock = MockServer::start_background().unwrap();
+    let dirs = dirs_with_models(&mock);
+    let mut term = Terminal::start(&dirs, &[], (100, 30));
+    term.wait_for("mock/mock-1");
+    let (row, _) = term.find("mock/mock-1").unwrap();
+    assert_eq!(row, 29, "the footer is the last row");
+    term.master
+        .resize(PtySize {
+            rows: 20,
+            cols: 60,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    term.parser
+        .lock()
+        .unwrap()
+        .set_size(nonzero(20), nonzero(60));
+    let start = Instant::now();
+    loop {
+        if let Some((row, col)) = term.find("mock/mock-1")
+            && row == 19
+        {
+            assert!(col + "mock/mock-1".len() as u16 <= 60);
+            break;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "no redraw at the new size:\n{}",
+            term.contents()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    term.keys("draft");
+    term.wait_for("› draft");
+    term.keys("\x03");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        !term.contents().contains("› draft"),
+        "the first Ctrl+C clears the editor"
+    );
+    term.keys("\x03");
+    term.wait_for("again to quit");
+    term.keys("\x03");
+    assert!(
+        term.exits_within(Duration::from_secs(10)),
+        "the second Ctrl+C on an empty editor quits"
+    );
+}
+
+#[test]
+fn an_extension_dialog_is_answered_with_the_keyboard() {
+    let mock = MockServer::start_background().unwrap();
+    let dirs = dirs_with_models(&mock);
+    let extension = format!(
+        "{}/tests/fixtures/extensions/acp-dialogs.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut term = Terminal::start(&dirs, &["-e", &extension], (80, 24));
+    term.wait_for("mock/mock-1");
+    term.submit("/pick");
+    let dialog = term.wait_for("Pick a colour");
+    assert!(
+        dialog.contains("red") && dialog.contains("blue"),
+        "{dialog}"
+    );
+    term.keys("\x1b[B");
+    std::thread::sleep(Duration::from_millis(50));
+    term.keys("\r");
+    // The extension names the session after the answer; the footer shows the name.
+    let screen = term.wait_for("pick: green");
+    assert!(
+        !screen.contains("Pick a colour"),
+        "the dialog closed:\n{screen}"
+    );
+    assert!(
+        mock.requests().is_empty(),
+        "an extension command is not a prompt for the model"
+    );
+}
