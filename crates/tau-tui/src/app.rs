@@ -61,6 +61,8 @@ enum Pending {
     Fork,
     /// `get_messages`: the conversation so far, shown.
     History,
+    /// `get_commands`: the session's own slash commands, for completion.
+    Commands,
     Quiet,
 }
 
@@ -139,6 +141,12 @@ pub struct App {
     current_assistant: Option<usize>,
     /// Where this folder's sessions are kept (`/resume`).
     pub session_dir: Option<std::path::PathBuf>,
+    /// The folder `@` paths complete in.
+    pub cwd: std::path::PathBuf,
+    /// Skills, templates and extension commands (`get_commands`), as `/name`.
+    pub session_commands: Vec<(String, String)>,
+    /// Large pastes, shown in the editor as a marker and sent whole.
+    pastes: Vec<String>,
 }
 
 impl App {
@@ -170,8 +178,12 @@ impl App {
             last_ctrl_c: None,
             current_assistant: None,
             session_dir: None,
+            cwd: std::path::PathBuf::from("."),
+            session_commands: Vec::new(),
+            pastes: Vec::new(),
         };
         app.refresh_footer();
+        app.send(json!({"type": "get_commands"}), Pending::Commands);
         app
     }
 
@@ -454,6 +466,21 @@ impl App {
                     self.refresh_footer();
                 }
             }
+            Pending::Commands => {
+                self.session_commands = data["commands"]
+                    .as_array()
+                    .map(|list| {
+                        list.iter()
+                            .map(|c| {
+                                (
+                                    format!("/{}", str_of(&c["name"])),
+                                    str_of(&c["description"]),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+            }
             Pending::History => {
                 let messages = data["messages"].as_array().cloned().unwrap_or_default();
                 self.show_messages(&messages);
@@ -662,8 +689,29 @@ impl App {
                 ..
             }) => editor.insert(&text),
             Some(_) => {}
-            None => self.editor.insert(&text),
+            None => {
+                let lines = text.lines().count();
+                if lines > PASTE_BLOCK_LINES {
+                    // One marker in the editor; the text goes out whole when sent.
+                    self.pastes.push(text);
+                    let marker = format!("[paste #{} +{lines} lines]", self.pastes.len());
+                    self.editor.insert(&marker);
+                } else {
+                    self.editor.insert(&text);
+                }
+            }
         }
+    }
+
+    /// The editor's text with each paste marker replaced by what was pasted.
+    fn expand_pastes(&mut self, text: String) -> String {
+        let mut text = text;
+        for (i, paste) in self.pastes.iter().enumerate() {
+            let lines = paste.lines().count();
+            text = text.replace(&format!("[paste #{} +{lines} lines]", i + 1), paste);
+        }
+        self.pastes.clear();
+        text
     }
 
     pub fn on_key(&mut self, key: KeyEvent) {
@@ -891,6 +939,7 @@ impl App {
             return;
         }
         let message = self.editor.take();
+        let message = self.expand_pastes(message);
         let command = match (self.streaming, follow_up) {
             (false, _) => json!({"type": "prompt", "message": message}),
             (true, false) => json!({"type": "steer", "message": message}),
@@ -989,22 +1038,76 @@ impl App {
         });
     }
 
-    /// Tab: completes a `/command` at the start of the editor.
+    /// Tab: completes a `/command` at the start of the editor (built-in ones, then the
+    /// session's skills, templates and extension commands), or the `@path` before the cursor.
     fn complete(&mut self) {
         let text = self.editor.text().to_string();
         if let Some(prefix) = text.strip_prefix('/')
             && !prefix.contains(char::is_whitespace)
         {
-            let matches: Vec<&str> = COMMANDS
+            let names: Vec<String> = COMMANDS
                 .iter()
-                .map(|(c, _)| *c)
+                .map(|(c, _)| c.to_string())
+                .chain(self.session_commands.iter().map(|(c, _)| c.clone()))
                 .filter(|c| c[1..].starts_with(prefix))
                 .collect();
-            match matches.as_slice() {
-                [one] => self.editor.set_text(&format!("{one} ")),
-                [] => {}
-                many => self.notice(many.join("  "), NoticeKind::Info),
+            self.offer(&names, &text, " ");
+            return;
+        }
+        let before = &text[..self.editor.cursor()];
+        let word_start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        if let Some(partial) = before[word_start..].strip_prefix('@') {
+            let names = complete_path(&self.cwd, partial);
+            let prefix = format!("@{partial}");
+            let candidates: Vec<String> = names.iter().map(|n| format!("@{n}")).collect();
+            self.offer_at(&candidates, word_start, &prefix);
+        }
+    }
+
+    /// Completes the whole editor text from `candidates`: one fills it in, several fill in
+    /// their common start and are listed.
+    fn offer(&mut self, candidates: &[String], typed: &str, suffix: &str) {
+        match candidates {
+            [] => self.dirty = false,
+            [one] => self.editor.set_text(&format!("{one}{suffix}")),
+            many => {
+                let common = common_prefix(many);
+                if common.len() > typed.len() {
+                    self.editor.set_text(&common);
+                } else {
+                    self.notice(many.join("  "), NoticeKind::Info);
+                }
             }
+        }
+    }
+
+    /// Completes the word at `start` (which the user typed as `typed`) from `candidates`.
+    fn offer_at(&mut self, candidates: &[String], start: usize, typed: &str) {
+        let replacement = match candidates {
+            [] => {
+                self.dirty = false;
+                return;
+            }
+            // A folder keeps its `/` to go on; a file ends the word.
+            [one] if one.ends_with('/') => one.clone(),
+            [one] => format!("{one} "),
+            many => {
+                let common = common_prefix(many);
+                if common.len() <= typed.len() {
+                    let shown: Vec<&str> = many.iter().map(String::as_str).take(40).collect();
+                    self.notice(shown.join("  "), NoticeKind::Info);
+                    return;
+                }
+                common
+            }
+        };
+        let text = self.editor.text().to_string();
+        let cursor = self.editor.cursor();
+        let updated = format!("{}{replacement}{}", &text[..start], &text[cursor..]);
+        self.editor.set_text(&updated);
+        // The cursor goes after the completion, not to the end.
+        for _ in 0..text[cursor..].chars().count() {
+            self.editor.left();
         }
     }
 
@@ -1096,6 +1199,65 @@ pub fn content_text(content: &Value) -> String {
             .join("\n"),
         _ => String::new(),
     }
+}
+
+/// Pastes of more lines than this become one marker in the editor.
+const PASTE_BLOCK_LINES: usize = 10;
+
+/// The longest start all `items` share (on char boundaries).
+fn common_prefix(items: &[String]) -> String {
+    let Some(first) = items.first() else {
+        return String::new();
+    };
+    let mut end = first.len();
+    for item in &items[1..] {
+        end = first
+            .char_indices()
+            .zip(item.chars())
+            .take_while(|((_, a), b)| a == b)
+            .map(|((i, a), _)| i + a.len_utf8())
+            .last()
+            .unwrap_or(0)
+            .min(end);
+    }
+    first[..end].to_string()
+}
+
+/// The entries of the folder `partial` names (relative to `cwd`, `~/` or absolute) whose names
+/// start with its last part; folders end with `/`. Hidden entries only when asked for.
+pub fn complete_path(cwd: &std::path::Path, partial: &str) -> Vec<String> {
+    let (dir_part, name_part) = match partial.rfind('/') {
+        Some(i) => (&partial[..=i], &partial[i + 1..]),
+        None => ("", partial),
+    };
+    let dir = if let Some(rest) = dir_part.strip_prefix("~/") {
+        std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_default()
+            .join(rest)
+    } else if dir_part.starts_with('/') {
+        std::path::PathBuf::from(dir_part)
+    } else {
+        cwd.join(dir_part)
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(name_part)
+                || (name.starts_with('.') && !name_part.starts_with('.'))
+            {
+                return None;
+            }
+            let folder = entry.file_type().is_ok_and(|t| t.is_dir());
+            Some(format!("{dir_part}{name}{}", if folder { "/" } else { "" }))
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 fn one_line(text: &str, max: usize) -> String {
@@ -1200,6 +1362,44 @@ mod tests {
             [json!({"type": "extension_ui_response", "id": "u1", "value": "b"})]
         );
         assert!(app.dialog.is_none());
+    }
+
+    #[test]
+    fn tab_completes_commands_and_paths() {
+        let mut app = app();
+        app.session_commands = vec![("/skill:review".into(), String::new())];
+        type_text(&mut app, "/ski");
+        app.on_key(key(KeyCode::Tab));
+        assert_eq!(app.editor.text(), "/skill:review ");
+
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir(dir.path().join("src")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("src/main.rs"), "").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("src/lib.rs"), "").unwrap_or_else(|e| panic!("{e}"));
+        app.cwd = dir.path().to_path_buf();
+        app.editor.clear();
+        type_text(&mut app, "look at @sr");
+        app.on_key(key(KeyCode::Tab));
+        assert_eq!(app.editor.text(), "look at @src/");
+        type_text(&mut app, "m");
+        app.on_key(key(KeyCode::Tab));
+        assert_eq!(app.editor.text(), "look at @src/main.rs ");
+    }
+
+    #[test]
+    fn a_large_paste_is_one_marker_and_is_sent_whole() {
+        let mut app = app();
+        let pasted: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        type_text(&mut app, "see ");
+        app.on_paste(&pasted);
+        assert_eq!(app.editor.text(), "see [paste #1 +20 lines]");
+        app.on_key(key(KeyCode::Enter));
+        let sent = app.take_commands();
+        assert_eq!(
+            sent[0]["message"],
+            format!("see {pasted}"),
+            "the paste is sent as pasted"
+        );
     }
 
     #[test]

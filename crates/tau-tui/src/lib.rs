@@ -38,6 +38,8 @@ const FRAME: Duration = Duration::from_millis(16);
 pub struct Options {
     /// The folder, as the footer shows it.
     pub cwd_label: String,
+    /// The folder itself (`@` paths complete in it).
+    pub cwd: PathBuf,
     /// Where prompt history is kept (one JSON string per line), if anywhere.
     pub history_file: Option<PathBuf>,
     /// This folder's sessions (`/resume`).
@@ -96,6 +98,7 @@ pub fn run(
         .unwrap_or_default();
     let mut app = App::new(theme::Theme::from_env(), options.cwd_label.clone(), history);
     app.session_dir = options.session_dir.clone();
+    app.cwd = options.cwd.clone();
     if options.show_history {
         app.load_history();
     }

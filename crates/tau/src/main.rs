@@ -432,6 +432,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
             let (records_in, records_out) = io::pipe()?;
             let options = tau_tui::Options {
                 cwd_label: home_relative(&cwd),
+                cwd: cwd.clone(),
                 history_file: Some(history_file(&agent_dir, &cwd)),
                 session_dir: Some(listing_dir),
                 show_history: resumed,
