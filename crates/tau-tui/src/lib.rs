@@ -50,6 +50,8 @@ pub struct Options {
     pub resume: bool,
     /// The message given on the command line, sent at once.
     pub initial_prompt: Option<String>,
+    /// Warnings written before the screen was taken (settings, trust, extensions).
+    pub warnings: Vec<String>,
 }
 
 enum Input {
@@ -99,6 +101,12 @@ pub fn run(
     let mut app = App::new(theme::Theme::from_env(), options.cwd_label.clone(), history);
     app.session_dir = options.session_dir.clone();
     app.cwd = options.cwd.clone();
+    for warning in &options.warnings {
+        app.transcript.notice(
+            format!("Warning: {warning}"),
+            transcript::NoticeKind::Warning,
+        );
+    }
     if options.show_history {
         app.load_history();
     }

@@ -75,8 +75,15 @@ fn fail(message: &str) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// Every warning written so far: the interactive session shows them too, since its screen
+/// covers what was written before it started.
+static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
 /// Writes `Warning: <message>` to stderr and goes on.
 fn warn(message: &str) {
+    if let Ok(mut warnings) = WARNINGS.lock() {
+        warnings.push(message.to_string());
+    }
     let _ = writeln!(
         io::stderr().lock(),
         "Warning: {}",
@@ -438,6 +445,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
                 show_history: resumed,
                 resume: options.cli.resume,
                 initial_prompt: prompts.into_iter().next().map(|p| p.text),
+                warnings: WARNINGS.lock().map(|w| w.clone()).unwrap_or_default(),
             };
             // What tau and its extension processes write to stderr would land on the screen
             // the UI draws: it goes to a log file in the agent directory while the UI runs.

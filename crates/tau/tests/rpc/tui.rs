@@ -373,3 +373,16 @@ fn an_extension_dialog_is_answered_with_the_keyboard() {
         "an extension command is not a prompt for the model"
     );
 }
+
+#[test]
+fn warnings_from_before_the_screen_are_shown_on_it() {
+    let mock = MockServer::start_background().unwrap();
+    let dirs = dirs_with_models(&mock);
+    std::fs::write(dirs.agent_dir().join("settings.json"), "{ not json").unwrap();
+    let term = Terminal::start(&dirs, &[], (100, 24));
+    let screen = term.wait_for("mock/mock-1");
+    assert!(
+        screen.contains("Warning:") && screen.contains("settings.json"),
+        "{screen}"
+    );
+}
