@@ -221,8 +221,13 @@ impl App {
                 self.scroll = 0;
             }
             "agent_end" => {
-                self.streaming = false;
                 self.current_assistant = None;
+                self.refresh_footer();
+            }
+            // The run's last record (T28): until then (retries, compaction, the extensions'
+            // post-run work) Enter steers the run rather than starting another.
+            "agent_settled" => {
+                self.streaming = false;
                 self.refresh_footer();
             }
             "message_start" => self.on_message_start(&record["message"]),
@@ -352,8 +357,6 @@ impl App {
                 };
                 self.footer.thinking = str_of(&data["thinkingLevel"]);
                 self.footer.session_name = data["sessionName"].as_str().map(str::to_string);
-                self.streaming = data["isStreaming"] == true
-                    || self.streaming && record["command"] != "get_state";
             }
             Pending::Stats => {
                 self.footer.cost = data["cost"].as_f64().unwrap_or(0.0);
@@ -1335,6 +1338,32 @@ mod tests {
         assert_eq!(app.take_commands()[0]["type"], "follow_up");
         app.on_key(key(KeyCode::Esc));
         assert_eq!(app.take_commands()[0]["type"], "abort");
+    }
+
+    #[test]
+    fn the_run_ends_at_agent_settled_not_agent_end() {
+        let mut app = app();
+        app.on_record(&json!({"type": "agent_start"}));
+        app.on_record(&json!({"type": "agent_end", "messages": []}));
+        type_text(&mut app, "more");
+        app.on_key(key(KeyCode::Enter));
+        let sent = app.take_commands();
+        assert_eq!(
+            sent.iter()
+                .find(|c| c["message"] == "more")
+                .map(|c| c["type"].clone()),
+            Some(json!("steer"))
+        );
+        app.on_record(&json!({"type": "agent_settled", "aborted": false}));
+        type_text(&mut app, "next");
+        app.on_key(key(KeyCode::Enter));
+        let sent = app.take_commands();
+        assert_eq!(
+            sent.iter()
+                .find(|c| c["message"] == "next")
+                .map(|c| c["type"].clone()),
+            Some(json!("prompt"))
+        );
     }
 
     #[test]
