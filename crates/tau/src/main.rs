@@ -597,7 +597,16 @@ async fn load_extensions(
         }
         None => match store.get(&config.cwd) {
             Ok(Some(trusted)) => trusted,
-            Ok(None) => settings.default_project_trust().as_deref() == Some("always"),
+            Ok(None) if settings.default_project_trust().as_deref() == Some("always") => true,
+            // The interactive session has someone to ask, before its screen is taken.
+            Ok(None) if mode == RunMode::Interactive => {
+                let (trusted, remember) = ask_trust_on_terminal(&config.cwd);
+                if remember && let Err(err) = store.set(&config.cwd, trusted) {
+                    warn(&err.to_string());
+                }
+                trusted
+            }
+            Ok(None) => false,
             Err(err) => {
                 warn(&err.to_string());
                 false
@@ -623,6 +632,42 @@ async fn load_extensions(
     }
     let loaded = start_extensions(&trusted_list, mode, config, settings, true).await?;
     Ok((true, loaded, trusted_list))
+}
+
+/// Asks on the terminal (stderr, a line of stdin) whether to trust the folder, naming what
+/// waits for it: yes or no for this run, always or never remembered in `trust.json`. Anything
+/// else, or no answer, is no.
+fn ask_trust_on_terminal(cwd: &std::path::Path) -> (bool, bool) {
+    let mut err = io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "This folder has files that change what tau runs or reads:"
+    );
+    for path in tau_session::resources::waits_for_trust(cwd) {
+        let shown = path
+            .strip_prefix(cwd)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        let _ = writeln!(err, "  {}", oneshot::for_terminal(&shown, false));
+    }
+    let _ = write!(
+        err,
+        "Trust {}? [y]es, [n]o, [a]lways, ne[v]er (remembered): ",
+        oneshot::for_terminal(&cwd.display().to_string(), false)
+    );
+    let _ = err.flush();
+    drop(err);
+    let mut answer = String::new();
+    if io::stdin().read_line(&mut answer).is_err() {
+        return (false, false);
+    }
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => (true, false),
+        "a" | "always" => (true, true),
+        "v" | "never" => (false, true),
+        _ => (false, false),
+    }
 }
 
 /// What starts `entries` again for each ACP session after the first, with the flags the

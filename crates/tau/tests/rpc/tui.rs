@@ -386,3 +386,37 @@ fn warnings_from_before_the_screen_are_shown_on_it() {
         "{screen}"
     );
 }
+
+#[test]
+fn an_untrusted_folder_is_asked_about_before_the_screen_starts() {
+    let mock = MockServer::start_background().unwrap();
+    let dirs = dirs_with_models(&mock);
+    std::fs::create_dir_all(dirs.cwd().join(".pi")).unwrap();
+    std::fs::write(
+        dirs.cwd().join(".pi/settings.json"),
+        r#"{"defaultProvider": "mock", "defaultModel": "mock-2"}"#,
+    )
+    .unwrap();
+    // No: the project's settings stay out, and the screen says so.
+    let mut term = Terminal::start(&dirs, &[], (100, 24));
+    let question = term.wait_for("[a]lways");
+    assert!(question.contains(".pi/settings.json"), "{question}");
+    term.keys("n\r");
+    let screen = term.wait_for("mock/mock-1");
+    assert!(screen.contains("not trusted"), "{screen}");
+    term.keys("\x04");
+    assert!(term.exits_within(Duration::from_secs(10)));
+    drop(term);
+
+    // Always: applied, and remembered, so the next start does not ask.
+    let mut term = Terminal::start(&dirs, &[], (100, 24));
+    term.wait_for("[a]lways");
+    term.keys("a\r");
+    term.wait_for("mock/mock-2");
+    term.keys("\x04");
+    assert!(term.exits_within(Duration::from_secs(10)));
+    drop(term);
+    let term = Terminal::start(&dirs, &[], (100, 24));
+    let screen = term.wait_for("mock/mock-2");
+    assert!(!screen.contains("[a]lways"), "{screen}");
+}
