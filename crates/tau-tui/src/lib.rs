@@ -276,13 +276,18 @@ pub fn render(app: &mut App, frame: &mut ratatui::Frame<'_>) {
     .areas(area);
 
     // The conversation, anchored to the bottom, scrolled up by `scroll` lines.
-    let lines = app.transcript.lines(width, app.view, &app.theme);
     let height = conversation.height as usize;
-    let max_scroll = lines.len().saturating_sub(height);
-    app.scroll = app.scroll.min(max_scroll);
-    let end = lines.len() - app.scroll;
-    let start = end.saturating_sub(height);
-    let visible: Vec<Line<'static>> = lines[start..end].to_vec();
+    let (mut visible, total) = app
+        .transcript
+        .window(width, app.view, &app.theme, height, app.scroll);
+    let max_scroll = total.saturating_sub(height);
+    if app.scroll > max_scroll {
+        app.scroll = max_scroll;
+        visible = app
+            .transcript
+            .window(width, app.view, &app.theme, height, app.scroll)
+            .0;
+    }
     let top_pad = height.saturating_sub(visible.len());
     let mut shown = vec![Line::default(); top_pad];
     shown.extend(visible);

@@ -31,7 +31,7 @@ pub fn list(dir: &Path) -> Vec<Summary> {
             .and_then(|m| m.modified())
             .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
         let name = label_of(&path).unwrap_or_else(|| "(no messages)".to_string());
-        let when = chrono_like(modified);
+        let when = modified_label(modified);
         found.push((
             modified,
             Summary {
@@ -74,7 +74,7 @@ fn label_of(path: &Path) -> Option<String> {
 }
 
 /// When a file was last written, in UTC: `YYYY-MM-DD HH:MM`.
-fn chrono_like(time: std::time::SystemTime) -> String {
+fn modified_label(time: std::time::SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(time)
         .format("%Y-%m-%d %H:%M")
         .to_string()
@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn dates_are_civil() {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_764_288_000);
-        assert_eq!(chrono_like(t), "2025-11-28 00:00");
+        assert_eq!(modified_label(t), "2025-11-28 00:00");
     }
 
     #[test]

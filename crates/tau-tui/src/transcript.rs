@@ -117,7 +117,20 @@ impl Transcript {
 
     /// Every line at `width`, with a blank line between blocks.
     pub fn lines(&mut self, width: usize, view: View, theme: &Theme) -> Vec<Line<'static>> {
-        let mut out = Vec::new();
+        self.window(width, view, theme, usize::MAX, 0).0
+    }
+
+    /// The lines the screen shows: at most `height` of them, ending `scroll` lines above the
+    /// last, and how many lines there are in all. Only these are copied: a long conversation
+    /// costs a frame no more than a short one, beyond the blocks that changed.
+    pub fn window(
+        &mut self,
+        width: usize,
+        view: View,
+        theme: &Theme,
+        height: usize,
+        scroll: usize,
+    ) -> (Vec<Line<'static>>, usize) {
         for block in &mut self.blocks {
             let fresh =
                 matches!(&block.cache, Some((w, e, _)) if *w == width && *e == view.expanded);
@@ -125,17 +138,38 @@ impl Transcript {
                 let lines = render_block(&block.kind, width, view, theme);
                 block.cache = Some((width, view.expanded, lines));
             }
-            if let Some((_, _, lines)) = &block.cache {
-                if lines.is_empty() {
-                    continue;
+        }
+        let shown: Vec<&[Line<'static>]> = self
+            .blocks
+            .iter()
+            .filter_map(|b| b.cache.as_ref().map(|(_, _, lines)| lines.as_slice()))
+            .filter(|lines| !lines.is_empty())
+            .collect();
+        // A blank line between blocks.
+        let total = shown.iter().map(|l| l.len()).sum::<usize>() + shown.len().saturating_sub(1);
+        let end = total - scroll.min(total);
+        let start = end.saturating_sub(height);
+        let blank = Line::default();
+        let mut out = Vec::new();
+        let mut at = 0;
+        for (i, lines) in shown.iter().enumerate() {
+            let separator = (i > 0).then_some(&blank);
+            let size = usize::from(separator.is_some()) + lines.len();
+            if at + size <= start {
+                at += size;
+                continue;
+            }
+            if at >= end {
+                break;
+            }
+            for line in separator.into_iter().chain(lines.iter()) {
+                if (start..end).contains(&at) {
+                    out.push(line.clone());
                 }
-                if !out.is_empty() {
-                    out.push(Line::default());
-                }
-                out.extend(lines.iter().cloned());
+                at += 1;
             }
         }
-        out
+        (out, total)
     }
 }
 
@@ -400,6 +434,33 @@ mod tests {
         assert!(!collapsed.iter().any(|l| l == "  line 1"));
         let expanded = text_of(&mut t, 40, View { expanded: true });
         assert_eq!(expanded.len(), 21);
+    }
+
+    #[test]
+    fn the_window_is_the_slice_of_every_line_the_screen_shows() {
+        let mut t = Transcript::default();
+        for i in 0..5 {
+            t.push(BlockKind::User {
+                text: format!("message {i}\nsecond line"),
+            });
+        }
+        let theme = Theme::new(true);
+        let all: Vec<String> = t
+            .lines(40, View::default(), &theme)
+            .iter()
+            .map(plain)
+            .collect();
+        assert_eq!(all.len(), 14);
+        for height in [1, 3, 7, 14, 20] {
+            for scroll in [0, 1, 4, 13, 14, 30] {
+                let (window, total) = t.window(40, View::default(), &theme, height, scroll);
+                assert_eq!(total, 14);
+                let end = 14 - scroll.min(14);
+                let expected = &all[end.saturating_sub(height)..end];
+                let got: Vec<String> = window.iter().map(plain).collect();
+                assert_eq!(got, expected, "height {height}, scroll {scroll}");
+            }
+        }
     }
 
     #[test]

@@ -443,7 +443,6 @@ fn a_shutdown_during_a_run_answers_the_next_command_then_ends() {
     assert_eq!(state["success"], true);
     // Not `isStreaming`: the extensions' `agent_end` handlers are the run's post-run work, and
     // on a loaded machine the command can arrive while they still run (it is true then).
-    assert!(state["data"]["isStreaming"].is_boolean());
     let status = t.wait_exit(Duration::from_secs(10));
     assert_eq!(status.code(), Some(0));
 }
