@@ -23,8 +23,8 @@ use crate::parse::{Inbound, parse_line};
 use tau_protocol::rpc::{
     BashResult, CancelledData, ContextUsage, CycleModelData, Disposition, EntriesData, ForkData,
     ForkMessage, ForkMessagesData, HostToolsData, IntegrationModel, IntegrationsData,
-    LastAssistantTextData, ModelsData, PathData, PromptData, QueueData, Ready, Response,
-    RpcCommand, RpcSessionState, SessionStats, StreamingBehavior, ThinkingLevelData,
+    LastAssistantTextData, ModelsData, NavigateTreeData, PathData, PromptData, QueueData, Ready,
+    Response, RpcCommand, RpcSessionState, SessionStats, StreamingBehavior, ThinkingLevelData,
     ThinkingLevelsData, TodosData, TokenTotals,
 };
 
@@ -1174,6 +1174,36 @@ impl RpcServer {
             RpcCommand::GetTree(_) => {
                 let (tree, leaf_id) = session.conversation().tree_json();
                 tree_response(id, name, &tree, leaf_id)
+            }
+            RpcCommand::NavigateTree(c) => {
+                // Answered inline: a run must not have the leaf moved under it, and waiting
+                // for it here would hold every other command (abort included) back.
+                if session.runs().is_streaming() {
+                    return fail(
+                        id,
+                        name,
+                        "Cannot navigate the tree while the agent is running; wait for it or abort",
+                    );
+                }
+                let options = tau_session::NavigateOptions {
+                    summarize: c.summarize,
+                    custom_instructions: c.custom_instructions,
+                    replace_instructions: c.replace_instructions,
+                    label: c.label,
+                };
+                match session.navigate_tree(&c.target_id, options).await {
+                    Ok(outcome) => ok(
+                        id,
+                        name,
+                        &NavigateTreeData {
+                            cancelled: outcome.cancelled,
+                            aborted: outcome.aborted.then_some(true),
+                            editor_text: outcome.editor_text,
+                            summary_entry: outcome.summary_entry,
+                        },
+                    ),
+                    Err(err) => fail(id, name, err),
+                }
             }
             RpcCommand::GetSessionStats(_) => ok(id, name, &stats_of(session)),
             RpcCommand::ExportHtml(c) => match session.export_html(c.output_path.as_deref()) {

@@ -47,6 +47,10 @@ pub enum Purpose {
     Fork(Vec<String>),
     /// `/resume`: the session files offered.
     Resume(Vec<String>),
+    /// `/tree`: the entries offered.
+    Tree(Vec<String>),
+    /// `/tree`, once an entry is chosen: whether to summarise the branch left.
+    TreeSummary(String),
 }
 
 /// What a response to one of the UI's commands is for.
@@ -59,8 +63,10 @@ enum Pending {
     Show(&'static str),
     ForkPicker,
     Fork,
-    /// `get_messages`: the conversation so far, shown.
-    History,
+    TreePicker,
+    Navigate,
+    /// `get_messages`: the conversation so far, shown, then the notice.
+    History(Option<String>),
     /// `get_commands`: the session's own slash commands, for completion.
     Commands,
     Quiet,
@@ -84,6 +90,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/new", "start a new session"),
     ("/resume", "open an earlier session of this folder"),
     ("/fork", "branch from an earlier message into a new session"),
+    (
+        "/tree",
+        "go to another point of this session (a new branch from there)",
+    ),
     ("/compact", "summarise the conversation to free context"),
     ("/name", "name the session: /name <text>"),
     ("/session", "session statistics"),
@@ -465,9 +475,53 @@ impl App {
                     self.transcript.clear();
                     self.editor
                         .set_text(data["text"].as_str().unwrap_or_default());
-                    self.notice("Forked into a new session", NoticeKind::Info);
+                    // The new session holds the conversation up to the message forked from.
+                    self.send(
+                        json!({"type": "get_messages"}),
+                        Pending::History(Some("Forked into a new session".into())),
+                    );
                     self.refresh_footer();
                 }
+            }
+            Pending::TreePicker => {
+                let tree = data["tree"].as_array().map_or(&[][..], Vec::as_slice);
+                let (rows, selected) = crate::tree::rows(tree, data["leafId"].as_str());
+                if rows.is_empty() {
+                    self.notice("The session has no messages yet", NoticeKind::Warning);
+                    return;
+                }
+                self.dialog = Some(Dialog {
+                    title: "Session tree (● the current branch)".into(),
+                    body: DialogBody::Select {
+                        options: rows.iter().map(|r| r.label.clone()).collect(),
+                        selected,
+                    },
+                    purpose: Purpose::Tree(rows.into_iter().map(|r| r.entry_id).collect()),
+                });
+            }
+            Pending::Navigate => {
+                if data["cancelled"] == true {
+                    self.notice("Cancelled by an extension", NoticeKind::Warning);
+                    return;
+                }
+                if data["aborted"] == true {
+                    self.notice("Summary aborted; nothing moved", NoticeKind::Warning);
+                    return;
+                }
+                if let Some(text) = data["editorText"].as_str() {
+                    self.editor.set_text(text);
+                }
+                self.transcript.clear();
+                let what = if data["summaryEntry"].is_object() {
+                    "Moved in the session tree; the branch left is summarised"
+                } else {
+                    "Moved in the session tree"
+                };
+                self.send(
+                    json!({"type": "get_messages"}),
+                    Pending::History(Some(what.into())),
+                );
+                self.refresh_footer();
             }
             Pending::Commands => {
                 self.session_commands = data["commands"]
@@ -484,9 +538,12 @@ impl App {
                     })
                     .unwrap_or_default();
             }
-            Pending::History => {
+            Pending::History(then) => {
                 let messages = data["messages"].as_array().cloned().unwrap_or_default();
                 self.show_messages(&messages);
+                if let Some(text) = then {
+                    self.notice(text, NoticeKind::Info);
+                }
             }
             Pending::Quiet => {}
         }
@@ -900,6 +957,24 @@ impl App {
                     self.send(json!({"type": "fork", "entryId": entry}), Pending::Fork);
                 }
             }
+            Purpose::Tree(entries) if answer.is_some() => {
+                if let Some(entry) = entries.get(selected_index) {
+                    self.dialog = Some(Dialog {
+                        title: "Summarise the branch you leave?".into(),
+                        body: DialogBody::Select {
+                            options: vec!["No summary".into(), "Summarise it".into()],
+                            selected: 0,
+                        },
+                        purpose: Purpose::TreeSummary(entry.clone()),
+                    });
+                }
+            }
+            Purpose::TreeSummary(entry) if answer.is_some() => {
+                self.send(
+                    json!({"type": "navigate_tree", "targetId": entry, "summarize": selected_index == 1}),
+                    Pending::Navigate,
+                );
+            }
             Purpose::Resume(paths) if answer.is_some() => {
                 if let Some(path) = paths.get(selected_index) {
                     self.transcript.clear();
@@ -907,7 +982,7 @@ impl App {
                         json!({"type": "switch_session", "sessionPath": path}),
                         Pending::Show("switch"),
                     );
-                    self.send(json!({"type": "get_messages"}), Pending::History);
+                    self.send(json!({"type": "get_messages"}), Pending::History(None));
                 }
             }
             _ => {}
@@ -1004,6 +1079,11 @@ impl App {
             }
             "fork" => self.send(json!({"type": "get_fork_messages"}), Pending::ForkPicker),
             "resume" => self.open_resume_picker(),
+            "tree" if self.streaming => self.notice(
+                "Wait for the reply to end (or press Esc) before moving in the tree",
+                NoticeKind::Warning,
+            ),
+            "tree" => self.send(json!({"type": "get_tree"}), Pending::TreePicker),
             "hotkeys" => {
                 let mut text = String::from("Keys:\n");
                 for (key, what) in HOTKEYS {
@@ -1172,7 +1252,7 @@ impl App {
 
     /// Asks for the conversation so far (a continued or opened session), to show it.
     pub fn load_history(&mut self) {
-        self.send(json!({"type": "get_messages"}), Pending::History);
+        self.send(json!({"type": "get_messages"}), Pending::History(None));
     }
 }
 

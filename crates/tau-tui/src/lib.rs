@@ -10,6 +10,7 @@ pub mod markdown;
 pub mod sessions;
 pub mod theme;
 pub mod transcript;
+pub mod tree;
 pub mod wrap;
 
 use std::fs::File;

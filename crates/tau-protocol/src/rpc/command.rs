@@ -172,6 +172,24 @@ pub struct RestartMcpServerCommand {
     pub server: String,
 }
 
+/// `navigate_tree` (tau): move the session's leaf to another entry of its tree, as an
+/// extension's `ctx.navigateTree` does (decision T69), optionally summarising the branch left.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NavigateTreeCommand {
+    /// The entry to go to (an id from `get_tree`).
+    pub target_id: String,
+    #[serde(default)]
+    pub summarize: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_instructions: Option<String>,
+    #[serde(default)]
+    pub replace_instructions: bool,
+    /// A label put on the entry navigated to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
 /// Why a command object could not become an [`RpcCommand`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
@@ -313,6 +331,8 @@ commands! {
     "get_mcp_servers" => GetMcpServers(NoFields) -> McpServersData,
     /// tau.
     "restart_mcp_server" => RestartMcpServer(RestartMcpServerCommand),
+    /// tau: the terminal UI's `/tree`.
+    "navigate_tree" => NavigateTree(NavigateTreeCommand) -> NavigateTreeData,
 }
 
 #[cfg(test)]

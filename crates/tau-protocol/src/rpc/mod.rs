@@ -16,11 +16,11 @@ mod payloads;
 
 pub use command::{
     BashCommand, BranchCommand, CommandError, CompactCommand, ExportHtmlCommand, ForkCommand,
-    GetEntriesCommand, NewSessionCommand, NoFields, PromptCommand, QueueMessageCommand,
-    RestartMcpServerCommand, RpcCommand, SetAutoCompactionCommand, SetAutoRetryCommand,
-    SetHostToolsCommand, SetInterruptModeCommand, SetLocaleCommand, SetModelCommand,
-    SetQueueModeCommand, SetSessionNameCommand, SetThinkingLevelCommand, SetTodosCommand,
-    StreamingBehavior, SwitchSessionCommand,
+    GetEntriesCommand, NavigateTreeCommand, NewSessionCommand, NoFields, PromptCommand,
+    QueueMessageCommand, RestartMcpServerCommand, RpcCommand, SetAutoCompactionCommand,
+    SetAutoRetryCommand, SetHostToolsCommand, SetInterruptModeCommand, SetLocaleCommand,
+    SetModelCommand, SetQueueModeCommand, SetSessionNameCommand, SetThinkingLevelCommand,
+    SetTodosCommand, StreamingBehavior, SwitchSessionCommand,
 };
 pub use frames::{
     ExtensionUiRequest, ExtensionUiResponse, HostToolResult, HostToolUpdate, OutboundRecord, Ready,
@@ -30,9 +30,9 @@ pub use payloads::{
     BashResult, CancelledData, CommandInfo, CommandsData, ContextUsage, CycleModelData,
     Disposition, DumpedTool, EntriesData, ForkData, ForkMessage, ForkMessagesData, HostToolsData,
     IntegrationModel, IntegrationService, IntegrationsData, LastAssistantTextData, McpServerInfo,
-    McpServersData, MessagesData, ModelsData, PathData, PromptData, QueueData, RpcSessionState,
-    SessionStats, SourceInfo, ThinkingLevelData, ThinkingLevelsData, TodosData, TokenTotals,
-    TreeData,
+    McpServersData, MessagesData, ModelsData, NavigateTreeData, PathData, PromptData, QueueData,
+    RpcSessionState, SessionStats, SourceInfo, ThinkingLevelData, ThinkingLevelsData, TodosData,
+    TokenTotals, TreeData,
 };
 
 pub use crate::{

@@ -279,6 +279,24 @@ pub struct TreeData {
     pub leaf_id: Option<String>,
 }
 
+/// `navigate_tree` (tau): pi's answer to `navigateTree`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NavigateTreeData {
+    /// An extension's `session_before_tree` cancelled it.
+    pub cancelled: bool,
+    /// The branch summary was aborted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<bool>,
+    /// The text of the user message navigated to: the leaf is its parent, and a UI puts the
+    /// text back in its editor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub editor_text: Option<String>,
+    /// The `branch_summary` entry written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_entry: Option<Value>,
+}
+
 /// What became of a prompt (pi 1.x, decision 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]

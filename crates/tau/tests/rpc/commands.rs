@@ -113,6 +113,10 @@ fn all_commands() -> Vec<(Value, Expect)> {
             Fails("Entry not found: abc12345"),
         ),
         (json!({"type": "get_tree"}), Works),
+        (
+            json!({"type": "navigate_tree", "targetId": "abc12345"}),
+            Fails("Entry abc12345 not found"),
+        ),
         (json!({"type": "set_locale", "locale": "de"}), Works),
         (json!({"type": "get_integrations"}), Works),
     ]
@@ -122,7 +126,7 @@ fn all_commands() -> Vec<(Value, Expect)> {
 fn every_command_is_answered_once_with_its_id() {
     let mut t = ready_tau(tau());
     let commands = all_commands();
-    assert_eq!(commands.len(), 41);
+    assert_eq!(commands.len(), 42);
     for (i, (command, _)) in commands.iter().enumerate() {
         let mut command = command.clone();
         command["id"] = json!(format!("c{i}"));
@@ -148,7 +152,7 @@ fn every_command_is_answered_once_with_its_id() {
         .iter()
         .filter(|r| r.kind() == Some("response"))
         .count();
-    assert_eq!(responses, 42);
+    assert_eq!(responses, 43);
 }
 
 #[test]

@@ -820,6 +820,68 @@ fn get_entries_and_get_tree_follow_the_file() {
     assert!(level.is_empty());
 }
 
+#[test]
+fn navigate_tree_moves_the_leaf_and_hands_back_a_user_message() {
+    // tau's `navigate_tree` (the terminal's `/tree`): going to a user message leaves the leaf
+    // on its parent and answers the text for the editor; going to an assistant message makes
+    // it the leaf; the file keeps every entry, the next prompt starts a branch.
+    let (mock, mut t) = setup();
+    let (path, file) = two_exchanges(&mock, &mut t);
+    let users = user_entries(&file);
+    let first_answer = file
+        .iter()
+        .find(|e| e["message"]["role"] == "assistant")
+        .unwrap()
+        .clone();
+
+    let moved = ok(
+        &mut t,
+        json!({"type": "navigate_tree", "targetId": users[1]["id"]}),
+    );
+    assert_eq!(
+        moved,
+        json!({"cancelled": false, "editorText": "second question"})
+    );
+    assert_eq!(
+        ok(&mut t, json!({"type": "get_tree"}))["leafId"],
+        first_answer["id"],
+        "the leaf is the user message's parent"
+    );
+    let texts: Vec<String> = messages(&mut t).iter().map(text_of).collect();
+    assert_eq!(texts, ["first question", "first answer"]);
+
+    exchange(&mock, &mut t, "another second question", "another answer");
+    let after = lines(&path);
+    assert!(
+        file.iter().all(|e| after.contains(e)),
+        "no entry of the old branch is lost"
+    );
+    let newest_user = user_entries(&after).last().unwrap().clone();
+    assert_eq!(newest_user["parentId"], first_answer["id"], "a new branch");
+
+    // An assistant message becomes the leaf itself; the answer has no editor text.
+    let moved = ok(
+        &mut t,
+        json!({"type": "navigate_tree", "targetId": first_answer["id"]}),
+    );
+    assert_eq!(moved, json!({"cancelled": false}));
+    assert_eq!(
+        ok(&mut t, json!({"type": "get_tree"}))["leafId"],
+        first_answer["id"]
+    );
+    assert_eq!(
+        fails(
+            &mut t,
+            json!({"type": "navigate_tree", "targetId": "ffffffff"})
+        ),
+        "Entry ffffffff not found"
+    );
+    assert!(
+        fails(&mut t, json!({"type": "navigate_tree"})).contains("targetId"),
+        "the missing field is named"
+    );
+}
+
 /// pi's main fixture with the fork's own entries appended: a real tree in one file, whose
 /// last entry (the leaf on load) is on the second branch.
 fn branched_fixture(dir: &Path, cwd: &Path) -> (PathBuf, Vec<Value>) {

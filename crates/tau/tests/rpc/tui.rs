@@ -291,6 +291,107 @@ fn resume_reopens_an_earlier_session_and_shows_it() {
     assert!(screen.contains("› remember the plan"), "{screen}");
 }
 
+/// Two exchanges on the screen: "first question" → "First answer.", "second question" →
+/// "Second answer.".
+fn two_exchanges(term: &mut Terminal) {
+    term.wait_for("mock/mock-1");
+    term.submit("first question");
+    term.wait_for("First answer.");
+    term.submit("second question");
+    term.wait_for("Second answer.");
+}
+
+#[test]
+fn tree_goes_back_to_an_earlier_message_and_the_next_prompt_branches() {
+    let mock = MockServer::start_background().unwrap();
+    mock.push(Reply::text("First answer."));
+    mock.push(Reply::text("Second answer."));
+    mock.push(Reply::text("Third answer."));
+    let dirs = dirs_with_models(&mock);
+    let mut term = Terminal::start(&dirs, &[], (80, 24));
+    two_exchanges(&mut term);
+
+    term.submit("/tree");
+    let picker = term.wait_for("Session tree");
+    assert!(picker.contains("● user: first question"), "{picker}");
+    // The current leaf is selected; the row above is the second question.
+    assert!(picker.contains("› ● assistant: Second answer."), "{picker}");
+    term.keys("\x1b[A");
+    term.wait_for("› ● user: second question");
+    term.keys("\r");
+    term.wait_for("Summarise the branch you leave?");
+    term.keys("\r");
+    let screen = term.wait_for("Moved in the session tree");
+    assert!(!screen.contains("Second answer."), "{screen}");
+    assert!(screen.contains("First answer."), "{screen}");
+    let (row, _) = term
+        .find("› second question")
+        .expect("the message is back in the editor");
+    assert!(row > term.find("Moved in the session tree").unwrap().0);
+
+    // Cleared, a new question starts a branch beside the old one.
+    term.keys("\x03");
+    term.submit("another question");
+    term.wait_for("Third answer.");
+    let request = mock.requests().last().unwrap().body.to_string();
+    assert!(request.contains("first question") && !request.contains("second question"));
+    term.submit("/tree");
+    let picker = term.wait_for("Session tree");
+    assert!(picker.contains("├─   user: second question"), "{picker}");
+    assert!(picker.contains("└─ ● user: another question"), "{picker}");
+    term.keys("\x1b");
+    term.wait_for("Third answer.");
+}
+
+#[test]
+fn fork_from_inside_opens_a_new_session_with_the_conversation_before() {
+    let mock = MockServer::start_background().unwrap();
+    mock.push(Reply::text("First answer."));
+    mock.push(Reply::text("Second answer."));
+    let dirs = dirs_with_models(&mock);
+    let mut term = Terminal::start(&dirs, &[], (80, 24));
+    two_exchanges(&mut term);
+    term.submit("/fork");
+    term.wait_for("Fork from");
+    term.keys("\x1b[B");
+    term.keys("\r");
+    let screen = term.wait_for("Forked into a new session");
+    assert!(screen.contains("First answer."), "{screen}");
+    assert!(!screen.contains("Second answer."), "{screen}");
+    assert!(
+        screen.contains("› second question"),
+        "the forked text is in the editor:\n{screen}"
+    );
+}
+
+#[test]
+fn resume_from_inside_switches_to_an_earlier_session() {
+    let mock = MockServer::start_background().unwrap();
+    mock.push(Reply::text("First answer."));
+    mock.push(Reply::text("Other answer."));
+    let dirs = dirs_with_models(&mock);
+    let mut term = Terminal::start(&dirs, &[], (80, 24));
+    term.wait_for("mock/mock-1");
+    term.submit("remember the plan");
+    term.wait_for("First answer.");
+    term.submit("/new");
+    term.wait_for("New session");
+    term.submit("something else");
+    term.wait_for("Other answer.");
+    term.submit("/resume");
+    let picker = term.wait_for("Resume");
+    let (plan_row, _) = term
+        .find("remember the plan")
+        .expect("the earlier session is listed");
+    let (other_row, _) = term.find("something else").expect("this session is listed");
+    assert!(other_row < plan_row, "newest first:\n{picker}");
+    term.keys("\x1b[B");
+    term.keys("\r");
+    let screen = term.wait_for("› remember the plan");
+    assert!(screen.contains("First answer."), "{screen}");
+    assert!(!screen.contains("Other answer."), "{screen}");
+}
+
 #[test]
 fn the_screen_follows_a_resize_and_ctrl_c_twice_quits() {
     let mock = MockServer::start_background().unwrap();
