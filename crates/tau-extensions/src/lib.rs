@@ -15,7 +15,7 @@ pub use discovery::{DiscoveryError, Entry, Launch, PackageOrigin, Sources, disco
 pub use process::CallError;
 pub use runner::{
     ActionApplier, ActionRequest, CommandInfo, EntriesSince, Extension, Extensions, LoadConfig,
-    LoadError, Outlet, StateSource, Timeouts, Work, find_node_host,
+    LoadError, Outlet, ShortcutInfo, StateSource, Timeouts, Work, find_node_host, same_key,
 };
 pub use tau_protocol::extension::{FlagKind, FlagRegistration, Manifest};
 pub use tool::ExtensionTool;

@@ -209,6 +209,14 @@ pub struct CommandInfo {
     pub package: Option<crate::discovery::PackageOrigin>,
 }
 
+/// A key an extension bound with `registerShortcut`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShortcutInfo {
+    /// pi's key id as registered (`ctrl+shift+p`).
+    pub key: String,
+    pub extension: String,
+}
+
 /// A dialog or display request on its way to the RPC client.
 struct OpenDialog {
     process: usize,
@@ -912,6 +920,52 @@ impl Extensions {
         }
     }
 
+    /// The keys extensions bound, one per key: a key two extensions bound goes to the one
+    /// loaded later, as in pi.
+    pub fn shortcuts(&self) -> Vec<ShortcutInfo> {
+        let mut list: Vec<ShortcutInfo> = Vec::new();
+        for extension in self.read().iter() {
+            for key in &extension.manifest.shortcuts {
+                list.retain(|s| !same_key(&s.key, key));
+                list.push(ShortcutInfo {
+                    key: key.clone(),
+                    extension: extension.path.clone(),
+                });
+            }
+        }
+        list
+    }
+
+    /// Runs a shortcut's handler; a failure is reported as a command's is, with
+    /// `extensionPath: "shortcut:<key>"`.
+    pub async fn run_shortcut(&self, shortcut: &ShortcutInfo) {
+        let target = format!("shortcut:{}", shortcut.key);
+        let (process, index) = match self.running(&shortcut.extension) {
+            Ok(running) => running,
+            Err(err) => return self.report(&target, "shortcut", &err.to_string()).await,
+        };
+        let outcome = self
+            .call_with_state(
+                process,
+                index,
+                |id, state| ToExtension::RunShortcut {
+                    id,
+                    extension: shortcut.extension.clone(),
+                    shortcut: shortcut.key.clone(),
+                    state,
+                },
+                self.timeouts.command,
+                None,
+                None,
+            )
+            .await;
+        if let Err(err) = outcome
+            && err != CallError::Cancelled
+        {
+            self.report(&target, "shortcut", &err.to_string()).await;
+        }
+    }
+
     /// Routes a client's `extension_ui_response` to the dialog it answers. Unknown ids are
     /// ignored, as pi ignores them.
     pub fn resolve_ui(&self, response: &ExtensionUiResponse) {
@@ -1203,4 +1257,17 @@ pub fn find_node_host() -> Option<PathBuf> {
         .ancestors()
         .map(|dir| dir.join("extensions/node-host/host.cjs"))
         .find(|candidate| Path::is_file(candidate))
+}
+
+/// Whether two of pi's key ids name the same key: the modifiers in any order, any case
+/// (`shift+ctrl+P` is `ctrl+shift+p`).
+pub fn same_key(a: &str, b: &str) -> bool {
+    fn parts(id: &str) -> (Vec<String>, String) {
+        let lower = id.to_ascii_lowercase();
+        let mut parts: Vec<String> = lower.split('+').map(str::to_string).collect();
+        let key = parts.pop().unwrap_or_default();
+        parts.sort();
+        (parts, key)
+    }
+    parts(a) == parts(b)
 }

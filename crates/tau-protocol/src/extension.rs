@@ -75,6 +75,15 @@ pub enum ToExtension {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         state: Option<FrameState>,
     },
+    /// A key an extension registered with `registerShortcut` was pressed (the interactive
+    /// session, or RPC `run_shortcut`): its handler runs with an `ExtensionContext`.
+    RunShortcut {
+        id: String,
+        extension: String,
+        shortcut: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<FrameState>,
+    },
     Cancel {
         id: String,
     },

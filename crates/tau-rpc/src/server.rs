@@ -24,8 +24,8 @@ use tau_protocol::rpc::{
     BashResult, CancelledData, ContextUsage, CycleModelData, Disposition, EntriesData, ForkData,
     ForkMessage, ForkMessagesData, HostToolsData, IntegrationModel, IntegrationsData,
     LastAssistantTextData, ModelsData, NavigateTreeData, PathData, PromptData, QueueData, Ready,
-    Response, RpcCommand, RpcSessionState, SessionStats, StreamingBehavior, ThinkingLevelData,
-    ThinkingLevelsData, TodosData, TokenTotals,
+    Response, RpcCommand, RpcSessionState, SessionStats, ShortcutInfo, ShortcutsData,
+    StreamingBehavior, ThinkingLevelData, ThinkingLevelsData, TodosData, TokenTotals,
 };
 
 /// Capacity of the queue to the stdout writer, in records.
@@ -727,6 +727,28 @@ impl RpcServer {
         });
     }
 
+    /// Runs a shortcut's handler beside the input loop, as an extension command runs (its
+    /// dialogs need the loop), and answers once it has finished.
+    fn run_extension_shortcut(
+        &self,
+        id: Option<Value>,
+        name: &'static str,
+        shortcut: tau_extensions::ShortcutInfo,
+    ) {
+        let Some(extensions) = self.session.extension_binding().extensions().cloned() else {
+            return;
+        };
+        let sink = self.sink.clone();
+        let pending = std::sync::Arc::clone(&self.responses_pending);
+        pending.send_modify(|n| *n += 1);
+        tokio::spawn(async move {
+            extensions.run_shortcut(&shortcut).await;
+            extensions.actions_applied().await;
+            sink.emit_line(done(id, name)).await;
+            pending.send_modify(|n| *n = n.saturating_sub(1));
+        });
+    }
+
     /// xcsh's health report, from configuration only: tau makes no network call to answer it
     /// (xcsh's live checks block its input loop for seconds), and it has no vendor services.
     fn integrations(&self) -> IntegrationsData {
@@ -963,6 +985,18 @@ impl RpcServer {
                 self.session
                     .start_compact(c.custom_instructions, done)
                     .await;
+                None
+            }
+            RpcCommand::RunShortcut(c) => {
+                let shortcut = self.session.extension_binding().extensions().and_then(|e| {
+                    e.shortcuts()
+                        .into_iter()
+                        .find(|s| tau_extensions::same_key(&s.key, &c.key))
+                });
+                let Some(shortcut) = shortcut else {
+                    return Some(fail(id, name, format!("Unknown shortcut: {}", c.key)));
+                };
+                self.run_extension_shortcut(id, name, shortcut);
                 None
             }
             other => Some(self.dispatch_simple(id, other).await),
@@ -1204,6 +1238,23 @@ impl RpcServer {
                     ),
                     Err(err) => fail(id, name, err),
                 }
+            }
+            RpcCommand::GetShortcuts(_) => {
+                let shortcuts = session
+                    .extension_binding()
+                    .extensions()
+                    .map(|e| e.shortcuts())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|s| ShortcutInfo {
+                        key: s.key,
+                        extension: s.extension,
+                    })
+                    .collect();
+                ok(id, name, &ShortcutsData { shortcuts })
+            }
+            RpcCommand::RunShortcut(_) => {
+                fail(id, name, "run_shortcut is dispatched before this point")
             }
             RpcCommand::GetSessionStats(_) => ok(id, name, &stats_of(session)),
             RpcCommand::ExportHtml(c) => match session.export_html(c.output_path.as_deref()) {

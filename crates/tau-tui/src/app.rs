@@ -69,6 +69,8 @@ enum Pending {
     History(Option<String>),
     /// `get_commands`: the session's own slash commands, for completion.
     Commands,
+    /// `get_shortcuts`: the keys extensions bound.
+    Shortcuts,
     Quiet,
 }
 
@@ -157,6 +159,8 @@ pub struct App {
     pub session_commands: Vec<(String, String)>,
     /// Large pastes, shown in the editor as a marker and sent whole.
     pastes: Vec<String>,
+    /// The keys extensions bound: canonical id, the id as registered, the extension.
+    pub shortcuts: Vec<(String, String, String)>,
 }
 
 impl App {
@@ -191,9 +195,11 @@ impl App {
             cwd: std::path::PathBuf::from("."),
             session_commands: Vec::new(),
             pastes: Vec::new(),
+            shortcuts: Vec::new(),
         };
         app.refresh_footer();
         app.send(json!({"type": "get_commands"}), Pending::Commands);
+        app.send(json!({"type": "get_shortcuts"}), Pending::Shortcuts);
         app
     }
 
@@ -523,6 +529,25 @@ impl App {
                 );
                 self.refresh_footer();
             }
+            Pending::Shortcuts => {
+                self.shortcuts.clear();
+                for shortcut in data["shortcuts"].as_array().map_or(&[][..], Vec::as_slice) {
+                    let key = str_of(&shortcut["key"]);
+                    let extension = str_of(&shortcut["extension"]);
+                    let id = crate::keys::canonical(&key);
+                    if let Some(why) = crate::keys::refusal(&id) {
+                        self.notice(
+                            format!(
+                                "{}: shortcut {key} not bound ({why})",
+                                file_name(&extension)
+                            ),
+                            NoticeKind::Warning,
+                        );
+                        continue;
+                    }
+                    self.shortcuts.push((id, key, extension));
+                }
+            }
             Pending::Commands => {
                 self.session_commands = data["commands"]
                     .as_array()
@@ -781,6 +806,13 @@ impl App {
         self.dirty = true;
         if self.dialog.is_some() {
             self.on_dialog_key(key);
+            return;
+        }
+        if let Some(id) = crate::keys::of_event(&key)
+            && let Some((_, registered, _)) = self.shortcuts.iter().find(|s| s.0 == id)
+        {
+            let command = json!({"type": "run_shortcut", "key": registered});
+            self.send(command, Pending::Quiet);
             return;
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
@@ -1089,6 +1121,12 @@ impl App {
                 for (key, what) in HOTKEYS {
                     text.push_str(&format!("  {key:<22} {what}\n"));
                 }
+                if !self.shortcuts.is_empty() {
+                    text.push_str("Extensions' keys:\n");
+                    for (_, key, extension) in &self.shortcuts {
+                        text.push_str(&format!("  {key:<22} {}\n", file_name(extension)));
+                    }
+                }
                 text.push_str("Commands:\n");
                 for (command, what) in COMMANDS {
                     text.push_str(&format!("  {command:<22} {what}\n"));
@@ -1341,6 +1379,13 @@ pub fn complete_path(cwd: &std::path::Path, partial: &str) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// The last part of a path, for a line that has no room for the whole.
+fn file_name(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 fn one_line(text: &str, max: usize) -> String {

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod editor;
+pub mod keys;
 pub mod markdown;
 pub mod sessions;
 pub mod theme;

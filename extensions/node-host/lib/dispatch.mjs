@@ -299,6 +299,13 @@ export function prepareArguments(instance, frame) {
 
 /** A command handler; a throw answers with an error and tau writes pi's
  * `extension_error{extensionPath:"command:<name>"}`. */
+export async function runShortcut(host, instance, frame, scope) {
+	const shortcut = instance.shortcuts.get(frame.shortcut);
+	if (!shortcut) throw new Error(`Unknown shortcut: ${frame.shortcut}`);
+	await shortcut.handler(createContext(host, instance, scope));
+	return null;
+}
+
 export async function runCommand(host, instance, frame, scope) {
 	const command = instance.commands.get(frame.name);
 	if (!command) throw new Error(`Unknown command: ${frame.name}`);

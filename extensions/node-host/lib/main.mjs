@@ -7,7 +7,7 @@ import "./stdout-guard.mjs";
 import module from "node:module";
 import { fileURLToPath } from "node:url";
 import { privateCacheDir } from "./cache.mjs";
-import { executeTool, dispatchEvent, prepareArguments, runCommand } from "./dispatch.mjs";
+import { executeTool, dispatchEvent, prepareArguments, runCommand, runShortcut } from "./dispatch.mjs";
 import { canRequireEsm, preloadTheme } from "./packages.mjs";
 import { Host } from "./runtime.mjs";
 import { cancelAllScopes, cancelScope, closeScope, openScope } from "./scope.mjs";
@@ -110,6 +110,8 @@ function onFrame(frame) {
 			return serve(frame, "prepare_arguments", () => prepareArguments(host.requireInstance(frame.extension), frame));
 		case "run_command":
 			return serve(frame, "run_command", (scope) => runCommand(host, host.requireInstance(frame.extension), frame, scope));
+		case "run_shortcut":
+			return serve(frame, "run_shortcut", (scope) => runShortcut(host, host.requireInstance(frame.extension), frame, scope));
 		case "cancel":
 			return cancelScope(frame.id);
 		case "ui_response":

@@ -190,6 +190,13 @@ pub struct NavigateTreeCommand {
     pub label: Option<String>,
 }
 
+/// `run_shortcut` (tau): run the handler an extension bound to a key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunShortcutCommand {
+    /// pi's key id (`ctrl+shift+p`), as `get_shortcuts` lists it; modifiers in any order.
+    pub key: String,
+}
+
 /// Why a command object could not become an [`RpcCommand`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
@@ -333,6 +340,10 @@ commands! {
     "restart_mcp_server" => RestartMcpServer(RestartMcpServerCommand),
     /// tau: the terminal UI's `/tree`.
     "navigate_tree" => NavigateTree(NavigateTreeCommand) -> NavigateTreeData,
+    /// tau: the keys extensions bound with `registerShortcut`.
+    "get_shortcuts" => GetShortcuts(NoFields) -> ShortcutsData,
+    /// tau: press one of them; answered once its handler has finished.
+    "run_shortcut" => RunShortcut(RunShortcutCommand),
 }
 
 #[cfg(test)]

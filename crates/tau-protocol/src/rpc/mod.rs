@@ -17,10 +17,10 @@ mod payloads;
 pub use command::{
     BashCommand, BranchCommand, CommandError, CompactCommand, ExportHtmlCommand, ForkCommand,
     GetEntriesCommand, NavigateTreeCommand, NewSessionCommand, NoFields, PromptCommand,
-    QueueMessageCommand, RestartMcpServerCommand, RpcCommand, SetAutoCompactionCommand,
-    SetAutoRetryCommand, SetHostToolsCommand, SetInterruptModeCommand, SetLocaleCommand,
-    SetModelCommand, SetQueueModeCommand, SetSessionNameCommand, SetThinkingLevelCommand,
-    SetTodosCommand, StreamingBehavior, SwitchSessionCommand,
+    QueueMessageCommand, RestartMcpServerCommand, RpcCommand, RunShortcutCommand,
+    SetAutoCompactionCommand, SetAutoRetryCommand, SetHostToolsCommand, SetInterruptModeCommand,
+    SetLocaleCommand, SetModelCommand, SetQueueModeCommand, SetSessionNameCommand,
+    SetThinkingLevelCommand, SetTodosCommand, StreamingBehavior, SwitchSessionCommand,
 };
 pub use frames::{
     ExtensionUiRequest, ExtensionUiResponse, HostToolResult, HostToolUpdate, OutboundRecord, Ready,
@@ -31,8 +31,8 @@ pub use payloads::{
     Disposition, DumpedTool, EntriesData, ForkData, ForkMessage, ForkMessagesData, HostToolsData,
     IntegrationModel, IntegrationService, IntegrationsData, LastAssistantTextData, McpServerInfo,
     McpServersData, MessagesData, ModelsData, NavigateTreeData, PathData, PromptData, QueueData,
-    RpcSessionState, SessionStats, SourceInfo, ThinkingLevelData, ThinkingLevelsData, TodosData,
-    TokenTotals, TreeData,
+    RpcSessionState, SessionStats, ShortcutInfo, ShortcutsData, SourceInfo, ThinkingLevelData,
+    ThinkingLevelsData, TodosData, TokenTotals, TreeData,
 };
 
 pub use crate::{

@@ -297,6 +297,21 @@ pub struct NavigateTreeData {
     pub summary_entry: Option<Value>,
 }
 
+/// `get_shortcuts` (tau).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ShortcutsData {
+    pub shortcuts: Vec<ShortcutInfo>,
+}
+
+/// A key an extension bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ShortcutInfo {
+    /// pi's key id, as the extension registered it (`ctrl+shift+p`).
+    pub key: String,
+    /// The extension's path.
+    pub extension: String,
+}
+
 /// What became of a prompt (pi 1.x, decision 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]

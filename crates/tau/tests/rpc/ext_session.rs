@@ -446,3 +446,65 @@ fn a_shutdown_during_a_run_answers_the_next_command_then_ends() {
     let status = t.wait_exit(Duration::from_secs(10));
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn rpc_navigate_tree_runs_the_extension_events_around_it() {
+    // tau's `navigate_tree` command (the terminal's `/tree`) is `ctx.navigateTree` for a
+    // client: the same `session_before_tree` and `session_tree` around the move.
+    let (mock, mut t) = start();
+    assert!(notice(&mut t).starts_with("start startup"));
+    let (_, first_reply, leaf) = two_exchanges(&mock, &mut t);
+    t.send(&json!({"id": "n", "type": "navigate_tree", "targetId": first_reply}));
+    assert_eq!(
+        notice(&mut t),
+        format!(
+            "before_tree target={first_reply} old={leaf} common={first_reply} entries=2 summary=false"
+        )
+    );
+    assert!(notice(&mut t).starts_with(&format!("tree new={first_reply} old={leaf}")));
+    let r = t.response("n");
+    assert_eq!(r["data"], json!({"cancelled": false}));
+    assert_eq!(message_texts(&mut t), ["first", "reply to first"]);
+    // An extension cancelling it is answered as such, and nothing moves.
+    t.send(&json!({"id": "c", "type": "navigate_tree", "targetId": leaf, "label": "refuse"}));
+    assert!(notice(&mut t).starts_with("before_tree"));
+    assert_eq!(t.response("c")["data"], json!({"cancelled": true}));
+    assert_eq!(message_texts(&mut t), ["first", "reply to first"]);
+}
+
+#[test]
+fn a_shortcut_runs_its_handler_with_dialogs_and_answers_when_done() {
+    let mut t = ready_tau(
+        tau()
+            .arg("--no-session")
+            .arg("-e")
+            .arg(fixture("shortcut.ts")),
+    );
+    let listed = t.request(json!({"id": "l", "type": "get_shortcuts"}));
+    let keys: Vec<&str> = listed["data"]["shortcuts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["ctrl+alt+k", "ctrl+c"]);
+    assert!(
+        listed["data"]["shortcuts"][0]["extension"]
+            .as_str()
+            .unwrap()
+            .ends_with("shortcut.ts")
+    );
+
+    // Any order of the modifiers names the same key.
+    t.send(&json!({"id": "k", "type": "run_shortcut", "key": "alt+ctrl+K"}));
+    let select = t.event("extension_ui_request");
+    assert_eq!(select["method"], "select");
+    assert_eq!(select["title"], "Shortcut menu");
+    t.send(&json!({"type": "extension_ui_response", "id": select["id"], "value": "beta"}));
+    assert_eq!(notice(&mut t), "shortcut chose beta mode=ui");
+    assert_eq!(t.response("k")["success"], true);
+
+    let r = t.request(json!({"id": "u", "type": "run_shortcut", "key": "ctrl+z"}));
+    assert_eq!(r["success"], false);
+    assert_eq!(r["error"], "Unknown shortcut: ctrl+z");
+}

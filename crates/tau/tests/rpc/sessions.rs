@@ -856,7 +856,7 @@ fn navigate_tree_moves_the_leaf_and_hands_back_a_user_message() {
         file.iter().all(|e| after.contains(e)),
         "no entry of the old branch is lost"
     );
-    let newest_user = user_entries(&after).last().unwrap().clone();
+    let newest_user = *user_entries(&after).last().unwrap();
     assert_eq!(newest_user["parentId"], first_answer["id"], "a new branch");
 
     // An assistant message becomes the leaf itself; the answer has no editor text.

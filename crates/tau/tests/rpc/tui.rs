@@ -521,3 +521,39 @@ fn an_untrusted_folder_is_asked_about_before_the_screen_starts() {
     let screen = term.wait_for("mock/mock-2");
     assert!(!screen.contains("[a]lways"), "{screen}");
 }
+
+#[test]
+fn an_extension_shortcut_runs_on_its_key_and_tau_keeps_its_own() {
+    let mock = MockServer::start_background().unwrap();
+    let dirs = dirs_with_models(&mock);
+    let extension = format!(
+        "{}/tests/fixtures/extensions/shortcut.ts",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut term = Terminal::start(&dirs, &["-e", &extension], (80, 24));
+    term.wait_for("mock/mock-1");
+    let screen = term.wait_for("shortcut.ts: shortcut ctrl+c not bound");
+    assert!(screen.contains("tau's own key"), "{screen}");
+    // Ctrl+Alt+K as a terminal sends it: Esc, then Ctrl+K.
+    term.keys("\x1b\x0b");
+    term.wait_for("Shortcut menu");
+    term.keys("\x1b[B");
+    std::thread::sleep(Duration::from_millis(50));
+    term.keys("\r");
+    term.wait_for("shortcut chose beta mode=ui");
+    // Ctrl+C stays tau's: it clears the editor.
+    term.keys("draft");
+    term.wait_for("› draft");
+    term.keys("\x03");
+    let start = Instant::now();
+    while term.contents().contains("› draft") {
+        assert!(start.elapsed() < WAIT, "Ctrl+C cleared the editor");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    term.submit("/hotkeys");
+    let screen = term.wait_for("Extensions' keys");
+    assert!(
+        screen.contains("ctrl+alt+k") && screen.contains("shortcut.ts"),
+        "{screen}"
+    );
+}
