@@ -73,9 +73,19 @@ class Session:
                 except OSError:
                     return False
                 self.seen += data
-                # Answer a cursor-position query, as a terminal would.
+                # Answer the queries a terminal answers: the cursor position, the colours
+                # (OSC 10/11, a dark background) and the device attributes (DA1).
                 if b"\x1b[6n" in data:
                     os.write(self.fd, b"\x1b[1;1R")
+                answer = b""
+                if b"\x1b]10;?" in data:
+                    answer += b"\x1b]10;rgb:ffff/ffff/ffff\x1b\\"
+                if b"\x1b]11;?" in data:
+                    answer += b"\x1b]11;rgb:0000/0000/0000\x1b\\"
+                if b"\x1b[c" in data:
+                    answer += b"\x1b[?62;22c"
+                if answer:
+                    os.write(self.fd, answer)
                 # Keep the tail only: the marker is recent.
                 self.seen = self.seen[-400000:]
         return False

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod editor;
+pub mod highlight;
 pub mod keys;
 pub mod markdown;
 pub mod sessions;
@@ -54,6 +55,9 @@ pub struct Options {
     pub initial_prompt: Option<String>,
     /// Warnings written before the screen was taken (settings, trust, extensions).
     pub warnings: Vec<String>,
+    /// The `theme` setting: `"light"` or `"dark"` picks the colours for that background;
+    /// otherwise the terminal is asked.
+    pub theme: Option<String>,
 }
 
 enum Input {
@@ -70,6 +74,8 @@ pub fn run(
     screen: File,
     options: Options,
 ) -> io::Result<u8> {
+    // Before the key reader starts: it would take the terminal's answer for keys.
+    let theme = theme::Theme::from_env(options.theme.as_deref());
     let (tx, rx) = mpsc::channel();
     let records_tx = tx.clone();
     std::thread::Builder::new()
@@ -100,7 +106,7 @@ pub fn run(
         .as_deref()
         .map(read_history)
         .unwrap_or_default();
-    let mut app = App::new(theme::Theme::from_env(), options.cwd_label.clone(), history);
+    let mut app = App::new(theme, options.cwd_label.clone(), history);
     app.session_dir = options.session_dir.clone();
     app.cwd = options.cwd.clone();
     for warning in &options.warnings {

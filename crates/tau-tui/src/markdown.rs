@@ -26,6 +26,7 @@ pub fn render(text: &str, theme: &Theme) -> Vec<MdLine> {
         lists: Vec::new(),
         quote: 0,
         code: None,
+        code_text: String::new(),
         link: None,
         table: None,
         pending_item: None,
@@ -64,6 +65,8 @@ struct Renderer<'t> {
     quote: usize,
     /// Inside a fenced or indented code block: its language.
     code: Option<String>,
+    /// The code block's text so far (drawn whole at its end, highlighted).
+    code_text: String,
     link: Option<String>,
     table: Option<Table>,
     /// The marker of a list item whose first line has not started yet.
@@ -175,16 +178,7 @@ impl Renderer<'_> {
             Event::End(tag) => self.end(tag),
             Event::Text(text) => {
                 if self.code.is_some() {
-                    for (i, line) in text.split('\n').enumerate() {
-                        if i > 0 {
-                            self.flush_code_line();
-                        }
-                        if !line.is_empty() {
-                            self.start_line();
-                            self.spans
-                                .push(Span::styled(line.to_string(), self.theme.code_block));
-                        }
-                    }
+                    self.code_text.push_str(&text);
                 } else {
                     self.text(&text);
                 }
@@ -208,6 +202,37 @@ impl Renderer<'_> {
             Event::Html(html) | Event::InlineHtml(html) => self.text(&html),
             Event::FootnoteReference(name) => self.text(&format!("[^{name}]")),
             Event::InlineMath(m) | Event::DisplayMath(m) => self.text(&m),
+        }
+    }
+
+    /// The code block's lines, highlighted when its language has a grammar.
+    fn code_lines(&mut self) {
+        let text = std::mem::take(&mut self.code_text);
+        if text.is_empty() {
+            return;
+        }
+        let language = self.code.clone().unwrap_or_default();
+        let body = text.strip_suffix('\n').unwrap_or(&text);
+        match crate::highlight::highlight(&language, &text) {
+            Some(lines) => {
+                for tokens in lines {
+                    self.start_line();
+                    for (class, run) in tokens {
+                        self.spans.push(Span::styled(run, self.theme.syntax(class)));
+                    }
+                    self.flush_code_line();
+                }
+            }
+            None => {
+                for line in body.split('\n') {
+                    self.start_line();
+                    if !line.is_empty() {
+                        self.spans
+                            .push(Span::styled(line.to_string(), self.theme.code_block));
+                    }
+                    self.flush_code_line();
+                }
+            }
         }
     }
 
@@ -334,9 +359,7 @@ impl Renderer<'_> {
                 self.blank();
             }
             TagEnd::CodeBlock => {
-                if !self.spans.is_empty() {
-                    self.flush_code_line();
-                }
+                self.code_lines();
                 self.code = None;
                 self.start_line();
                 self.spans.push(Span::styled("```", self.theme.rule));

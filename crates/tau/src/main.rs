@@ -392,6 +392,8 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
             }),
         }
     });
+    // Read before the settings move into the session: the terminal UI picks its colours.
+    let theme_setting = settings.get::<String>("theme");
     let make_session = |sink| {
         let mut session = AgentSession::new(config, settings, registry, startup, store, sink);
         session.start_mcp(mcp.servers, mcp_options);
@@ -446,6 +448,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
                 resume: options.cli.resume,
                 initial_prompt: prompts.into_iter().next().map(|p| p.text),
                 warnings: WARNINGS.lock().map(|w| w.clone()).unwrap_or_default(),
+                theme: theme_setting,
             };
             // What tau and its extension processes write to stderr would land on the screen
             // the UI draws: it goes to a log file in the agent directory while the UI runs.

@@ -16,13 +16,23 @@ const WAIT: Duration = Duration::from_secs(20);
 /// tau in a pseudo-terminal, and what its screen shows.
 struct Terminal {
     parser: Arc<Mutex<vt100::Parser>>,
-    writer: Box<dyn Write + Send>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
     master: Box<dyn MasterPty + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
 }
 
+/// What the emulated terminal answers when asked for its background colour.
+const DARK: &str = "rgb:0000/0000/0000";
+const LIGHT: &str = "rgb:ffff/ffff/ffff";
+
 impl Terminal {
     fn start(dirs: &Dirs, args: &[&str], size: (u16, u16)) -> Self {
+        Self::start_on(dirs, args, size, DARK)
+    }
+
+    /// Like a real terminal, this one answers the queries of its colours (OSC 10 and 11, with
+    /// `background` and its opposite) and of its attributes (DA1).
+    fn start_on(dirs: &Dirs, args: &[&str], size: (u16, u16), background: &'static str) -> Self {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: size.1,
@@ -51,16 +61,37 @@ impl Terminal {
             .try_clone_reader()
             .expect("the terminal's output");
         let screen = Arc::clone(&parser);
+        let writer: Arc<Mutex<Box<dyn Write + Send>>> = Arc::new(Mutex::new(
+            pty.master.take_writer().expect("the terminal's input"),
+        ));
+        let answers = Arc::clone(&writer);
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             while let Ok(n) = reader.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
-                screen.lock().unwrap().process(&buf[..n]);
+                let chunk = &buf[..n];
+                screen.lock().unwrap().process(chunk);
+                let asked = |query: &[u8]| chunk.windows(query.len()).any(|w| w == query);
+                let mut answer = Vec::new();
+                if asked(b"\x1b]10;?") {
+                    let foreground = if background == DARK { LIGHT } else { DARK };
+                    answer.extend_from_slice(format!("\x1b]10;{foreground}\x1b\\").as_bytes());
+                }
+                if asked(b"\x1b]11;?") {
+                    answer.extend_from_slice(format!("\x1b]11;{background}\x1b\\").as_bytes());
+                }
+                if asked(b"\x1b[c") {
+                    answer.extend_from_slice(b"\x1b[?62;22c");
+                }
+                if !answer.is_empty() {
+                    let mut writer = answers.lock().unwrap();
+                    let _ = writer.write_all(&answer);
+                    let _ = writer.flush();
+                }
             }
         });
-        let writer = pty.master.take_writer().expect("the terminal's input");
         Self {
             parser,
             writer,
@@ -96,8 +127,9 @@ impl Terminal {
     }
 
     fn keys(&mut self, keys: &str) {
-        self.writer.write_all(keys.as_bytes()).unwrap();
-        self.writer.flush().unwrap();
+        let mut writer = self.writer.lock().unwrap();
+        writer.write_all(keys.as_bytes()).unwrap();
+        writer.flush().unwrap();
     }
 
     /// Types `text` and presses Enter.
@@ -154,7 +186,9 @@ fn dirs_with_models(mock: &BackgroundMock) -> Dirs {
     std::fs::write(dirs.agent_dir().join("models.json"), models.to_string()).unwrap();
     std::fs::write(
         dirs.agent_dir().join("settings.json"),
-        r#"{"retry": {"enabled": false}}"#,
+        // A background named in the settings: tau does not ask the terminal, whose answer,
+        // late on a loaded machine, would arrive as typed keys.
+        r#"{"retry": {"enabled": false}, "theme": "dark"}"#,
     )
     .unwrap();
     dirs
@@ -458,11 +492,9 @@ fn an_extension_dialog_is_answered_with_the_keyboard() {
     let mut term = Terminal::start(&dirs, &["-e", &extension], (80, 24));
     term.wait_for("mock/mock-1");
     term.submit("/pick");
-    let dialog = term.wait_for("Pick a colour");
-    assert!(
-        dialog.contains("red") && dialog.contains("blue"),
-        "{dialog}"
-    );
+    term.wait_until("the dialog with its options", |screen| {
+        screen.contains("Pick a colour") && screen.contains("red") && screen.contains("blue")
+    });
     term.keys("\x1b[B");
     std::thread::sleep(Duration::from_millis(50));
     term.keys("\r");
@@ -559,4 +591,35 @@ fn an_extension_shortcut_runs_on_its_key_and_tau_keeps_its_own() {
             .lines()
             .any(|l| l.contains("ctrl+alt+k") && l.contains("shortcut.ts"))
     });
+}
+
+#[test]
+fn code_blocks_are_highlighted_in_colours_for_the_background() {
+    // Dark from the `theme` setting; light from the terminal's answer to tau's question.
+    let reply = "```rust\nlet n = 42; // the answer\n```\n";
+    for (background, constant) in [(DARK, vt100::Color::Idx(3)), (LIGHT, vt100::Color::Idx(1))] {
+        let mock = MockServer::start_background().unwrap();
+        mock.push(Reply::text(reply));
+        let dirs = dirs_with_models(&mock);
+        if background == LIGHT {
+            std::fs::write(dirs.agent_dir().join("settings.json"), "{}").unwrap();
+        }
+        let mut term = Terminal::start_on(&dirs, &[], (80, 24), background);
+        term.wait_for("mock/mock-1");
+        term.submit("show code");
+        term.wait_for("// the answer");
+        let colour_of = |text: &str| {
+            let (row, col) = term.find(text).unwrap();
+            let parser = term.parser.lock().unwrap();
+            let cell = parser.screen().cell(row, col).unwrap();
+            (cell.fgcolor(), cell.italic())
+        };
+        assert_eq!(
+            colour_of("let").0,
+            vt100::Color::Idx(5),
+            "a keyword is magenta"
+        );
+        assert_eq!(colour_of("42").0, constant, "a number, on {background}");
+        assert!(colour_of("// the answer").1, "a comment is italic");
+    }
 }
