@@ -9,7 +9,9 @@ Two figures per agent, medians of --runs interleaved rounds:
 Both run against tau-mock-llm (started here, rules mode off, replies scripted over its control
 API) with the same models.json.
 
-  python3 bench/tui.py [--runs 7] [--deltas 10000] [--pi /tmp/pi-ref/node_modules/.bin/pi]
+  python3 bench/tui.py [--runs 7] [--deltas 10000] [--code] [--pi /tmp/pi-ref/node_modules/.bin/pi]
+
+--code makes the reply one Rust code block (ten deltas a line), drawn highlighted.
 
 Needs `cargo build --profile dist -p tau -p tau-mock-llm` (done here) and, for the pi column,
 bash ../shared/tools/install-pi.sh.
@@ -40,8 +42,13 @@ def start_mock(target):
     return mock, url
 
 
-def push_reply(url, deltas):
-    chunks = ["word%d " % i for i in range(deltas - 1)] + ["THE-END."]
+def push_reply(url, deltas, code=False):
+    if code:
+        # A Rust code block, ten deltas to a line: the highlighter's case.
+        chunks = ["```rust\n"] + [("let v%d = %d; // n\n" if i % 10 == 9 else "v%d + %d ") % (i, i)
+                                   for i in range(deltas - 2)] + ["\n```\nTHE-END."]
+    else:
+        chunks = ["word%d " % i for i in range(deltas - 1)] + ["THE-END."]
     body = json.dumps({"content": [{"type": "text", "chunks": chunks}]}).encode()
     req = urllib.request.Request(url + "/_mock/replies", data=body, method="POST",
                                  headers={"content-type": "application/json"})
@@ -113,14 +120,14 @@ class Session:
         return usage.ru_utime + usage.ru_stime
 
 
-def run_once(argv, env, cwd, url, deltas, marker):
+def run_once(argv, env, cwd, url, deltas, marker, code=False):
     # The children's CPU (pi's Node) counts: measured from a fork that waits for them.
     started = time.monotonic()
     s = Session(argv, env, cwd)
     if not s.wait_for(marker):
         raise SystemExit("%s never showed %r:\n%s" % (argv[0], marker, ANSI.sub(b"", s.seen)[-2000:]))
     start_ms = (time.monotonic() - started) * 1000
-    push_reply(url, deltas)
+    push_reply(url, deltas, code)
     time.sleep(0.3)
     s.send(b"go")
     time.sleep(0.1)
@@ -136,6 +143,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--deltas", type=int, default=10000)
+    parser.add_argument("--code", action="store_true", help="the reply is one code block")
     parser.add_argument("--pi", default="/tmp/pi-ref/node_modules/.bin/pi")
     args = parser.parse_args()
     subprocess.run(["cargo", "build", "--profile", "dist", "--quiet", "-p", "tau", "-p", "tau-mock-llm"],
@@ -173,7 +181,7 @@ def main():
         results = {name: [] for name in agents}
         for _ in range(args.runs):
             for name, (argv, env) in agents.items():
-                results[name].append(run_once(argv, env, cwd, url, args.deltas, b"mock-1"))
+                results[name].append(run_once(argv, env, cwd, url, args.deltas, b"mock-1", args.code))
         print("| agent | start ms (launch to editable prompt) | CPU s (start, %d-delta reply, exit) |" % args.deltas)
         print("|---|---:|---:|")
         for name, rows in results.items():

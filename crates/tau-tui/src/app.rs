@@ -615,6 +615,16 @@ impl App {
     }
 
     fn on_message_update(&mut self, event: &Value) {
+        let delta = event["delta"].as_str().unwrap_or_default();
+        match event["type"].as_str() {
+            Some("text_delta") => self.on_delta(false, delta),
+            Some("thinking_delta") => self.on_delta(true, delta),
+            _ => {}
+        }
+    }
+
+    /// Text (or thinking) streamed into the reply being written.
+    pub fn on_delta(&mut self, is_thinking: bool, delta: &str) {
         let Some(index) = self.current_assistant else {
             return;
         };
@@ -624,14 +634,13 @@ impl App {
         let BlockKind::Assistant { text, thinking, .. } = &mut block.kind else {
             return;
         };
-        match event["type"].as_str() {
-            Some("text_delta") => text.push_str(event["delta"].as_str().unwrap_or_default()),
-            Some("thinking_delta") => {
-                thinking.push_str(event["delta"].as_str().unwrap_or_default())
-            }
-            _ => return,
+        if is_thinking {
+            thinking.push_str(delta);
+        } else {
+            text.push_str(delta);
         }
         block.touch();
+        self.dirty = true;
     }
 
     fn on_message_end(&mut self, message: &Value) {

@@ -62,6 +62,11 @@ pub struct Options {
 
 enum Input {
     Record(Value),
+    /// Consecutive `message_update` text or thinking deltas, joined.
+    Delta {
+        thinking: bool,
+        text: String,
+    },
     Terminal(Event),
     ServerGone,
 }
@@ -80,17 +85,7 @@ pub fn run(
     let records_tx = tx.clone();
     std::thread::Builder::new()
         .name("tau-tui-records".into())
-        .spawn(move || {
-            for line in BufReader::new(records).split(b'\n') {
-                let Ok(line) = line else { break };
-                if let Ok(record) = serde_json::from_slice::<Value>(&line)
-                    && records_tx.send(Input::Record(record)).is_err()
-                {
-                    return;
-                }
-            }
-            let _ = records_tx.send(Input::ServerGone);
-        })?;
+        .spawn(move || read_records(records, &records_tx))?;
     std::thread::Builder::new()
         .name("tau-tui-keys".into())
         .spawn(move || {
@@ -133,6 +128,88 @@ pub fn run(
         write_history(path, app.editor.history());
     }
     result.map(|()| 0)
+}
+
+/// A lean `message_update` carrying a delta, read without building a `Value`: they are nearly
+/// every record of a reply.
+#[derive(serde::Deserialize)]
+struct DeltaRecord<'a> {
+    #[serde(rename = "assistantMessageEvent", borrow)]
+    event: DeltaEvent<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct DeltaEvent<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(borrow)]
+    delta: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The thinking flag and text of a delta record; `None` for any other record.
+fn delta_of(line: &[u8]) -> Option<(bool, std::borrow::Cow<'_, str>)> {
+    if !line.starts_with(br#"{"type":"message_update""#) {
+        return None;
+    }
+    let record: DeltaRecord<'_> = serde_json::from_slice(line).ok()?;
+    let thinking = match record.event.kind {
+        "text_delta" => false,
+        "thinking_delta" => true,
+        _ => return None,
+    };
+    Some((thinking, record.event.delta?))
+}
+
+/// Reads the server's records, one per line, for the UI thread. Deltas that arrive together
+/// are sent as one, so a fast stream costs the UI one wake-up per read, not one per token.
+fn read_records(records: impl Read, tx: &mpsc::Sender<Input>) {
+    let mut reader = BufReader::new(records);
+    let mut line = Vec::new();
+    let mut pending: Option<(bool, String)> = None;
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let record = line.strip_suffix(b"\n").unwrap_or(&line);
+        match delta_of(record) {
+            Some((thinking, delta)) => match &mut pending {
+                Some((kind, text)) if *kind == thinking => text.push_str(&delta),
+                _ => {
+                    if let Some((thinking, text)) = pending.take()
+                        && tx.send(Input::Delta { thinking, text }).is_err()
+                    {
+                        return;
+                    }
+                    pending = Some((thinking, delta.into_owned()));
+                }
+            },
+            None => {
+                if let Some((thinking, text)) = pending.take()
+                    && tx.send(Input::Delta { thinking, text }).is_err()
+                {
+                    return;
+                }
+                if let Ok(record) = serde_json::from_slice::<Value>(record)
+                    && tx.send(Input::Record(record)).is_err()
+                {
+                    return;
+                }
+            }
+        }
+        // Nothing more waiting: what was joined goes before the read that may block.
+        if reader.buffer().is_empty()
+            && let Some((thinking, text)) = pending.take()
+            && tx.send(Input::Delta { thinking, text }).is_err()
+        {
+            return;
+        }
+    }
+    if let Some((thinking, text)) = pending.take() {
+        let _ = tx.send(Input::Delta { thinking, text });
+    }
+    let _ = tx.send(Input::ServerGone);
 }
 
 fn event_loop(
@@ -187,6 +264,7 @@ fn event_loop(
         for input in std::iter::once(input).chain(rx.try_iter()) {
             match input {
                 Input::Record(record) => app.on_record(&record),
+                Input::Delta { thinking, text } => app.on_delta(thinking, &text),
                 Input::Terminal(Event::Key(key)) => app.on_key(key),
                 Input::Terminal(Event::Paste(text)) => app.on_paste(&text),
                 Input::Terminal(Event::Resize(..)) => {
@@ -527,5 +605,45 @@ fn write_history(path: &std::path::Path, history: &[String]) {
         {
             let _ = file.persist(path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_read_together_are_joined_in_order_around_other_records() {
+        let lines = [
+            r#"{"type":"message_update","usage":{"input":1},"assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"a"}}"#,
+            r#"{"type":"message_update","usage":{"input":1},"assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"b\n\"c\""}}"#,
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"thinking_delta","contentIndex":1,"delta":"hm"}}"#,
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"toolcall_start","contentIndex":2}}"#,
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"d"}}"#,
+            r#"{"type":"message_end","message":{"role":"assistant"}}"#,
+        ];
+        let input = lines.join("\n") + "\n";
+        let (tx, rx) = mpsc::channel();
+        read_records(std::io::Cursor::new(input.into_bytes()), &tx);
+        let got: Vec<String> = rx
+            .try_iter()
+            .map(|input| match input {
+                Input::Delta { thinking, text } => format!("delta {thinking} {text:?}"),
+                Input::Record(record) => format!("record {}", record["type"]),
+                Input::ServerGone => "gone".into(),
+                Input::Terminal(_) => "key".into(),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "delta false \"ab\\n\\\"c\\\"\"",
+                "delta true \"hm\"",
+                "record \"message_update\"",
+                "delta false \"d\"",
+                "record \"message_end\"",
+                "gone",
+            ]
+        );
     }
 }

@@ -250,6 +250,28 @@ fn a_prompt_during_a_retry_back_off_runs_after_the_retry() {
 }
 
 #[test]
+fn is_streaming_stays_true_through_the_post_run_work_until_agent_settled() {
+    // Decision T28: pi 0.79 reports false during a retry's back-off (rpc.md §16.11); tau keeps
+    // the run's flag until the task is done, so a client steers the retry instead of racing it.
+    let (mock, mut t) = start(
+        "openai-completions",
+        100_000,
+        json!({"retry": {"baseDelayMs": 400}}),
+        |b| b.arg("--no-session"),
+    );
+    mock.push(Reply::fault(Fault::ServerError));
+    mock.push(Reply::text("retried"));
+    t.send(&json!({"id": "p1", "type": "prompt", "message": "hi"}));
+    let end = t.event("agent_end");
+    assert_eq!(end["willRetry"], true, "{end}");
+    let during = t.request(json!({"type": "get_state"}));
+    assert_eq!(during["data"]["isStreaming"], true, "{during}");
+    t.event("agent_settled");
+    let after = t.request(json!({"type": "get_state"}));
+    assert_eq!(after["data"]["isStreaming"], false, "{after}");
+}
+
+#[test]
 fn abort_while_a_prompt_is_held_ends_the_post_run_work_and_that_prompt() {
     let (mock, mut t) = start(
         "openai-completions",
