@@ -212,6 +212,25 @@ fn read_records(records: impl Read, tx: &mpsc::Sender<Input>) {
     let _ = tx.send(Input::ServerGone);
 }
 
+/// How often the loop looks whether the terminal has gone.
+const HANG_UP_LOOK: Duration = Duration::from_millis(500);
+
+/// Whether `fd`'s other end has gone (the terminal window closed, the SSH connection
+/// dropped). tau ends on the SIGHUP that comes with it; this covers a hang-up without one,
+/// where crossterm's reader would spin on the end of input rather than report it.
+fn hung_up(fd: impl std::os::fd::AsFd) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    poll(&mut fds, Some(&now)).is_ok()
+        && fds[0]
+            .revents()
+            .intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL)
+}
+
 fn event_loop(
     app: &mut App,
     rx: &mpsc::Receiver<Input>,
@@ -219,6 +238,7 @@ fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<File>>,
 ) -> io::Result<()> {
     let mut last_draw = Instant::now() - FRAME;
+    let mut last_look = Instant::now();
     let mut title = None;
     loop {
         for command in app.take_commands() {
@@ -255,6 +275,12 @@ fn event_loop(
         } else {
             Duration::from_secs(1)
         };
+        if last_look.elapsed() >= HANG_UP_LOOK {
+            last_look = Instant::now();
+            if hung_up(std::io::stdin()) {
+                return Ok(());
+            }
+        }
         let input = match rx.recv_timeout(wait) {
             Ok(input) => input,
             Err(RecvTimeoutError::Timeout) => continue,
@@ -611,6 +637,14 @@ fn write_history(path: &std::path::Path, history: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_closed_other_end_is_a_hang_up() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        assert!(!hung_up(&reader));
+        drop(writer);
+        assert!(hung_up(&reader));
+    }
 
     #[test]
     fn deltas_read_together_are_joined_in_order_around_other_records() {

@@ -623,3 +623,42 @@ fn code_blocks_are_highlighted_in_colours_for_the_background() {
         assert!(colour_of("// the answer").1, "a comment is italic");
     }
 }
+
+#[test]
+fn a_hang_up_ends_tau_and_keeps_the_conversation() {
+    // The terminal going away (its window closed, SSH dropped) comes as SIGHUP: tau leaves the
+    // screen, ends the session with what was said saved, and exits.
+    let mock = MockServer::start_background().unwrap();
+    mock.push(Reply::text("Kept answer."));
+    let dirs = dirs_with_models(&mock);
+    let mut term = Terminal::start(&dirs, &[], (80, 24));
+    term.wait_for("mock/mock-1");
+    term.submit("keep this");
+    term.wait_for("Kept answer.");
+    let pid = term.child.process_id().expect("a pid");
+    let pid = rustix::process::Pid::from_raw(pid as i32).expect("a valid pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::HUP).expect("signal");
+    assert!(
+        term.exits_within(Duration::from_secs(10)),
+        "SIGHUP ends tau"
+    );
+    let sessions = walk(&dirs.agent_dir().join("sessions"));
+    let saved: String = sessions
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(saved.contains("Kept answer."), "the session was saved");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
