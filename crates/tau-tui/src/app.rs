@@ -47,6 +47,8 @@ pub enum Purpose {
     Fork(Vec<String>),
     /// `/resume`: the session files offered.
     Resume(Vec<String>),
+    /// `/model`, once a reasoning model is chosen: the thinking levels offered.
+    Thinking(Vec<String>),
     /// `/tree`: the entries offered.
     Tree(Vec<String>),
     /// `/tree`, once an entry is chosen: whether to summarise the branch left.
@@ -59,6 +61,9 @@ enum Pending {
     State,
     Stats,
     ModelPicker,
+    /// `set_model` from the picker: a reasoning model asks for its thinking level next.
+    ModelSet,
+    ThinkingPicker,
     Copy,
     Show(&'static str),
     ForkPicker,
@@ -265,7 +270,7 @@ impl App {
                     .tool_mut(record["toolCallId"].as_str().unwrap_or_default())
                     && let BlockKind::Tool { output, .. } = &mut block.kind
                 {
-                    *output = content_text(&record["partialResult"]["content"]);
+                    *output = shown_content(&record["partialResult"]["content"]);
                     block.touch();
                 }
             }
@@ -280,7 +285,7 @@ impl App {
                         ..
                     } = &mut block.kind
                 {
-                    *output = content_text(&record["result"]["content"]);
+                    *output = shown_content(&record["result"]["content"]);
                     *diff = record["result"]["details"]["diff"]
                         .as_str()
                         .map(str::to_string);
@@ -417,6 +422,31 @@ impl App {
                     body: DialogBody::Select { options, selected },
                     purpose: Purpose::Model(models),
                 });
+            }
+            Pending::ModelSet => {
+                if data["reasoning"] == true {
+                    self.send(
+                        json!({"type": "get_available_thinking_levels"}),
+                        Pending::ThinkingPicker,
+                    );
+                }
+            }
+            Pending::ThinkingPicker => {
+                let levels = strings(&data["levels"]);
+                if levels.len() > 1 {
+                    let selected = levels
+                        .iter()
+                        .position(|l| *l == self.footer.thinking)
+                        .unwrap_or(0);
+                    self.dialog = Some(Dialog {
+                        title: "Thinking level".into(),
+                        body: DialogBody::Select {
+                            options: levels.clone(),
+                            selected,
+                        },
+                        purpose: Purpose::Thinking(levels),
+                    });
+                }
             }
             Pending::Copy => match data["text"].as_str() {
                 Some(text) => {
@@ -577,15 +607,7 @@ impl App {
     fn on_message_start(&mut self, message: &Value) {
         match message["role"].as_str() {
             Some("user") => {
-                let text = content_text(&message["content"]);
-                let images = message["content"]
-                    .as_array()
-                    .map_or(0, |c| c.iter().filter(|b| b["type"] == "image").count());
-                let text = if images > 0 {
-                    format!("{text}\n[{images} image(s)]")
-                } else {
-                    text
-                };
+                let text = shown_content(&message["content"]);
                 self.transcript.push(BlockKind::User { text });
             }
             Some("assistant") => {
@@ -988,6 +1010,15 @@ impl App {
                 if let Some((provider, id)) = models.get(selected_index) {
                     self.send(
                         json!({"type": "set_model", "provider": provider, "modelId": id}),
+                        Pending::ModelSet,
+                    );
+                    self.refresh_footer();
+                }
+            }
+            Purpose::Thinking(levels) if answer.is_some() => {
+                if let Some(level) = levels.get(selected_index) {
+                    self.send(
+                        json!({"type": "set_thinking_level", "level": level}),
                         Pending::Quiet,
                     );
                     self.refresh_footer();
@@ -1247,7 +1278,7 @@ impl App {
             match message["role"].as_str() {
                 Some("user") => {
                     self.transcript.push(BlockKind::User {
-                        text: content_text(&message["content"]),
+                        text: shown_content(&message["content"]),
                     });
                 }
                 Some("assistant") => {
@@ -1280,7 +1311,7 @@ impl App {
                             ..
                         } = &mut block.kind
                     {
-                        *output = content_text(&message["content"]);
+                        *output = shown_content(&message["content"]);
                         *diff = message["details"]["diff"].as_str().map(str::to_string);
                         if message["isError"] == true {
                             *status = ToolStatus::Failed;
@@ -1316,6 +1347,30 @@ fn strings(value: &Value) -> Vec<String> {
         .as_array()
         .map(|list| list.iter().map(str_of).collect())
         .unwrap_or_default()
+}
+
+/// What the screen shows of a content: its text, and a line naming each image (the terminal
+/// cannot draw it).
+pub fn shown_content(content: &Value) -> String {
+    let mut text = content_text(content);
+    for image in content
+        .as_array()
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .filter(|b| b["type"] == "image")
+    {
+        // Base64: four characters carry three bytes.
+        let bytes = image["data"].as_str().map_or(0, |d| d.len() / 4 * 3);
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "[image {}, {} KB]",
+            image["mimeType"].as_str().unwrap_or("of unknown type"),
+            bytes.div_ceil(1024)
+        ));
+    }
+    text
 }
 
 /// The text blocks of a message's content (a string, or blocks).
@@ -1525,6 +1580,18 @@ mod tests {
             [json!({"type": "extension_ui_response", "id": "u1", "value": "b"})]
         );
         assert!(app.dialog.is_none());
+    }
+
+    #[test]
+    fn images_are_named_with_their_type_and_size() {
+        let content = json!([
+            {"type": "text", "text": "Read image file [image/png]"},
+            {"type": "image", "mimeType": "image/png", "data": "A".repeat(4096)},
+        ]);
+        assert_eq!(
+            shown_content(&content),
+            "Read image file [image/png]\n[image image/png, 3 KB]"
+        );
     }
 
     #[test]

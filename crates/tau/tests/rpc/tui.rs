@@ -181,7 +181,7 @@ fn dirs_with_models(mock: &BackgroundMock) -> Dirs {
     let models = json!({"providers": {"mock": {
         "baseUrl": format!("{}/v1", mock.url()), "api": "openai-completions", "apiKey": "k",
         "models": [{"id": "mock-1", "contextWindow": 100000, "maxTokens": 4096},
-                   {"id": "mock-2", "contextWindow": 200000, "maxTokens": 4096}],
+                   {"id": "mock-2", "contextWindow": 200000, "maxTokens": 4096, "reasoning": true}],
     }}});
     std::fs::write(dirs.agent_dir().join("models.json"), models.to_string()).unwrap();
     std::fs::write(
@@ -297,8 +297,19 @@ fn the_model_picker_switches_the_model() {
     term.keys("\x1b[B");
     std::thread::sleep(Duration::from_millis(50));
     term.keys("\r");
-    // The footer (the last row) names the new model and its context window.
-    let screen = term.wait_for("ctx 0/200.0k");
+    // A reasoning model: its thinking level is asked next.
+    term.wait_for("Thinking level");
+    for _ in 0..8 {
+        if term.contents().contains("› high") {
+            break;
+        }
+        term.keys("\x1b[B");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    term.wait_for("› high");
+    term.keys("\r");
+    // The footer (the last row) names the new model, its level and its context window.
+    let screen = term.wait_for("mock/mock-2 • high • ctx 0/200.0k");
     assert_eq!(
         term.find("mock/mock-2").map(|(row, _)| row),
         Some(23),
