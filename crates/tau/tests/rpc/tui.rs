@@ -258,6 +258,32 @@ fn a_tool_call_shows_its_arguments_and_diff() {
 }
 
 #[test]
+fn bash_output_is_shown_as_it_streams() {
+    let mock = MockServer::start_background().unwrap();
+    // The command prints, then waits for the test to let it go on.
+    mock.push(Reply::new().tool_call(
+        "call_1",
+        "bash",
+        json!({"command": "printf 'out%s\\n' -one; while [ ! -f go ]; do sleep 0.05; done; printf 'out%s\\n' -two"}),
+    ));
+    mock.push(Reply::text("Ran."));
+    let dirs = dirs_with_models(&mock);
+    let mut term = Terminal::start(&dirs, &[], (80, 24));
+    term.wait_for("mock/mock-1");
+    term.submit("run it");
+    // (The command line shows `out%s`, never the printed words.)
+    let screen = term.wait_for("out-one");
+    assert!(!screen.contains("out-two"), "{screen}");
+    assert!(
+        screen.contains("◌ bash"),
+        "the call is shown running:\n{screen}"
+    );
+    std::fs::write(dirs.cwd().join("go"), "").unwrap();
+    let screen = term.wait_for("Ran.");
+    assert!(screen.contains("out-two"), "{screen}");
+}
+
+#[test]
 fn esc_aborts_the_reply_and_enter_steers_it() {
     let mock = MockServer::start_background().unwrap();
     let chunks: Vec<String> = (0..200).map(|i| format!("word{i} ")).collect();
