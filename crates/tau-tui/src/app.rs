@@ -1452,7 +1452,8 @@ fn file_name(path: &str) -> String {
         .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-fn one_line(text: &str, max: usize) -> String {
+/// `text` with its whitespace runs as single spaces, cut to `max` characters.
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max {
         flat.chars().take(max - 1).collect::<String>() + "…"

@@ -147,14 +147,9 @@ fn describe(node: &Value) -> Option<String> {
     }
 }
 
+/// A text on one line of the picker.
 fn one_line(text: &str) -> String {
-    const MAX: usize = 90;
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > MAX {
-        flat.chars().take(MAX - 1).collect::<String>() + "…"
-    } else {
-        flat
-    }
+    crate::app::one_line(text, 90)
 }
 
 #[cfg(test)]
