@@ -1042,6 +1042,9 @@ impl App {
                 }
             }
             Purpose::TreeSummary(entry) if answer.is_some() => {
+                if selected_index == 1 {
+                    self.notice("Summarising the branch left…", NoticeKind::Info);
+                }
                 self.send(
                     json!({"type": "navigate_tree", "targetId": entry, "summarize": selected_index == 1}),
                     Pending::Navigate,
