@@ -538,17 +538,12 @@ async fn ten_thousand_deltas_arrive_complete_in_every_format() {
     let expected = pieces.concat();
     let server = MockServer::start().await.unwrap();
     for api in Api::ALL {
+        // Completeness only: how fast is for the benchmarks (bench/provider-stream.sh).
         server.push(Reply::new().text_chunks(pieces.clone()));
-        let started = Instant::now();
         let (status, body) = call(&server.url(), api, "x").await;
         assert_eq!(status, 200);
         let decoded = decode(api, &body);
         assert_eq!(decoded.deltas, 10_000, "{api}");
         assert_eq!(decoded.text, expected, "{api}");
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{api}: {:?}",
-            started.elapsed()
-        );
     }
 }
