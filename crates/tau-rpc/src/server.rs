@@ -733,11 +733,9 @@ impl RpcServer {
         &self,
         id: Option<Value>,
         name: &'static str,
+        extensions: std::sync::Arc<tau_extensions::Extensions>,
         shortcut: tau_extensions::ShortcutInfo,
     ) {
-        let Some(extensions) = self.session.extension_binding().extensions().cloned() else {
-            return;
-        };
         let sink = self.sink.clone();
         let pending = std::sync::Arc::clone(&self.responses_pending);
         pending.send_modify(|n| *n += 1);
@@ -988,15 +986,18 @@ impl RpcServer {
                 None
             }
             RpcCommand::RunShortcut(c) => {
-                let shortcut = self.session.extension_binding().extensions().and_then(|e| {
-                    e.shortcuts()
+                let extensions = self.session.extension_binding().extensions().cloned();
+                let found = extensions.and_then(|extensions| {
+                    let shortcut = extensions
+                        .shortcuts()
                         .into_iter()
-                        .find(|s| tau_extensions::same_key(&s.key, &c.key))
+                        .find(|s| tau_extensions::same_key(&s.key, &c.key))?;
+                    Some((extensions, shortcut))
                 });
-                let Some(shortcut) = shortcut else {
+                let Some((extensions, shortcut)) = found else {
                     return Some(fail(id, name, format!("Unknown shortcut: {}", c.key)));
                 };
-                self.run_extension_shortcut(id, name, shortcut);
+                self.run_extension_shortcut(id, name, extensions, shortcut);
                 None
             }
             other => Some(self.dispatch_simple(id, other).await),
