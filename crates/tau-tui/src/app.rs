@@ -166,6 +166,8 @@ pub struct App {
     pastes: Vec<String>,
     /// The keys extensions bound: canonical id, the id as registered, the extension.
     pub shortcuts: Vec<(String, String, String)>,
+    /// Extension keys already refused (extension and key), so each is warned about once.
+    refused_shortcuts: std::collections::HashSet<String>,
 }
 
 impl App {
@@ -201,10 +203,10 @@ impl App {
             session_commands: Vec::new(),
             pastes: Vec::new(),
             shortcuts: Vec::new(),
+            refused_shortcuts: std::collections::HashSet::new(),
         };
         app.refresh_footer();
-        app.send(json!({"type": "get_commands"}), Pending::Commands);
-        app.send(json!({"type": "get_shortcuts"}), Pending::Shortcuts);
+        app.refresh_registrations();
         app
     }
 
@@ -250,6 +252,8 @@ impl App {
             "agent_settled" => {
                 self.streaming = false;
                 self.refresh_footer();
+                // A run's handlers may have registered commands or keys.
+                self.refresh_registrations();
             }
             "message_start" => self.on_message_start(&record["message"]),
             "message_update" => self.on_message_update(&record["assistantMessageEvent"]),
@@ -566,13 +570,15 @@ impl App {
                     let extension = str_of(&shortcut["extension"]);
                     let id = crate::keys::canonical(&key);
                     if let Some(why) = crate::keys::refusal(&id) {
-                        self.notice(
-                            format!(
-                                "{}: shortcut {key} not bound ({why})",
-                                file_name(&extension)
-                            ),
-                            NoticeKind::Warning,
-                        );
+                        if self.refused_shortcuts.insert(format!("{extension}\n{id}")) {
+                            self.notice(
+                                format!(
+                                    "{}: shortcut {key} not bound ({why})",
+                                    file_name(&extension)
+                                ),
+                                NoticeKind::Warning,
+                            );
+                        }
                         continue;
                     }
                     self.shortcuts.push((id, key, extension));
@@ -1331,6 +1337,13 @@ impl App {
         self.dirty = true;
     }
 
+    /// Asks for the session's slash commands and the extensions' keys (again after each run,
+    /// whose handlers may register more).
+    fn refresh_registrations(&mut self) {
+        self.send(json!({"type": "get_commands"}), Pending::Commands);
+        self.send(json!({"type": "get_shortcuts"}), Pending::Shortcuts);
+    }
+
     /// Asks for the conversation so far (a continued or opened session), to show it.
     pub fn load_history(&mut self) {
         self.send(json!({"type": "get_messages"}), Pending::History(None));
@@ -1584,6 +1597,39 @@ mod tests {
             [json!({"type": "extension_ui_response", "id": "u1", "value": "b"})]
         );
         assert!(app.dialog.is_none());
+    }
+
+    #[test]
+    fn keys_are_asked_again_after_each_run_and_a_refused_one_warned_once() {
+        let mut app = App::new(Theme::new(true), "~/p".into(), Vec::new());
+        let answer = |app: &mut App| {
+            let asked = app
+                .take_commands()
+                .into_iter()
+                .find(|c| c["type"] == "get_shortcuts")
+                .expect("get_shortcuts asked");
+            app.on_record(&json!({
+                "type": "response", "id": asked["id"], "command": "get_shortcuts", "success": true,
+                "data": {"shortcuts": [
+                    {"key": "ctrl+c", "extension": "/x/e.ts"},
+                    {"key": "ctrl+alt+k", "extension": "/x/e.ts"},
+                ]},
+            }));
+        };
+        answer(&mut app);
+        app.on_record(&json!({"type": "agent_settled", "aborted": false}));
+        answer(&mut app);
+        let warnings = app
+            .transcript
+            .blocks
+            .iter()
+            .filter(
+                |b| matches!(&b.kind, BlockKind::Notice { text, .. } if text.contains("not bound")),
+            )
+            .count();
+        assert_eq!(warnings, 1);
+        let bound: Vec<&str> = app.shortcuts.iter().map(|s| s.1.as_str()).collect();
+        assert_eq!(bound, ["ctrl+alt+k"]);
     }
 
     #[test]
