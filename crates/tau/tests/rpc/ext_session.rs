@@ -487,7 +487,7 @@ fn a_shortcut_runs_its_handler_with_dialogs_and_answers_when_done() {
         .iter()
         .map(|s| s["key"].as_str().unwrap())
         .collect();
-    assert_eq!(keys, ["ctrl+alt+k", "ctrl+c"]);
+    assert_eq!(keys, ["ctrl+alt+k", "ctrl+c", "ctrl+alt+t"]);
     assert!(
         listed["data"]["shortcuts"][0]["extension"]
             .as_str()
@@ -503,6 +503,20 @@ fn a_shortcut_runs_its_handler_with_dialogs_and_answers_when_done() {
     t.send(&json!({"type": "extension_ui_response", "id": select["id"], "value": "beta"}));
     assert_eq!(notice(&mut t), "shortcut chose beta mode=ui");
     assert_eq!(t.response("k")["success"], true);
+
+    // A handler that throws is reported as pi reports a failing command, and answered.
+    t.send(&json!({"id": "t", "type": "run_shortcut", "key": "ctrl+alt+t"}));
+    let error = t.event("extension_error");
+    assert_eq!(error["extensionPath"], "shortcut:ctrl+alt+t");
+    assert_eq!(error["event"], "shortcut");
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("the shortcut broke"),
+        "{error}"
+    );
+    assert_eq!(t.response("t")["success"], true);
 
     let r = t.request(json!({"id": "u", "type": "run_shortcut", "key": "ctrl+z"}));
     assert_eq!(r["success"], false);

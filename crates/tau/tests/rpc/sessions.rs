@@ -880,6 +880,28 @@ fn navigate_tree_moves_the_leaf_and_hands_back_a_user_message() {
         fails(&mut t, json!({"type": "navigate_tree"})).contains("targetId"),
         "the missing field is named"
     );
+
+    // During a run the leaf stays where the run writes: refused at once, the run unharmed.
+    mock.push(Reply::text("slow answer").delay_ms(500));
+    t.send(&json!({"id": "slow", "type": "prompt", "message": "a slow one"}));
+    assert_eq!(
+        fails(
+            &mut t,
+            json!({"type": "navigate_tree", "targetId": first_answer["id"]})
+        ),
+        "Cannot navigate the tree while the agent is running; wait for it or abort"
+    );
+    t.event("agent_settled");
+    let texts: Vec<String> = messages(&mut t).iter().map(text_of).collect();
+    assert_eq!(
+        texts,
+        [
+            "first question",
+            "first answer",
+            "a slow one",
+            "slow answer"
+        ]
+    );
 }
 
 /// pi's main fixture with the fork's own entries appended: a real tree in one file, whose
