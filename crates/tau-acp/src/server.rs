@@ -94,7 +94,7 @@ impl Launcher {
         let mut config = self.config.clone();
         if cwd != config.cwd {
             config.cwd = cwd.to_path_buf();
-            if config.resources.project == ProjectAccess::Trusted {
+            if config.resources.project.trusted() {
                 config.resources.project = ProjectAccess::Untrusted;
             }
         }
@@ -1118,15 +1118,19 @@ fn rfc3339(time: std::time::SystemTime) -> String {
     )
 }
 
+/// A session file's header line, read from a regular file only (a FIFO named `x.jsonl` in a
+/// session folder must not hang a listing) and only its first 64 KiB: a header is a few
+/// hundred bytes.
 fn read_header(path: &Path) -> Option<Header> {
-    use std::io::BufRead;
-    let file = std::fs::File::open(path).ok()?;
-    let mut line = String::new();
-    std::io::BufReader::new(file)
-        .take(64 * 1024)
-        .read_line(&mut line)
-        .ok()?;
-    let value: Value = serde_json::from_str(&line).ok()?;
+    let line = match tau_base::bounded::first_line(path, 64 * 1024) {
+        Ok(line) => line,
+        Err(e @ tau_base::bounded::BoundedReadError::NotRegular { .. }) => {
+            tracing::warn!("skipping session file {}: {e}", path.display());
+            return None;
+        }
+        Err(_) => return None,
+    };
+    let value: Value = serde_json::from_slice(&line).ok()?;
     if value.get("type")?.as_str()? != "session" {
         return None;
     }

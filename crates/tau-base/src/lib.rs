@@ -4,9 +4,11 @@
 //!
 //! - [`skim`]: reading chosen members of a JSON document without building it;
 //! - [`atomic`]: replacing a file so that readers see the old bytes or the new ones;
+//! - [`bounded`]: reading a file someone else may have planted (regular files only, capped);
 //! - [`paths`]: lexical normalisation, the home directory and `~` expansion.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod atomic;
+pub mod bounded;
 pub mod paths;
 pub mod skim;

@@ -305,8 +305,7 @@ fn package_entries(
     source: &'static str,
     scope: &'static str,
 ) -> Option<Vec<Entry>> {
-    let manifest = std::fs::read_to_string(root.join("package.json"))
-        .ok()
+    let manifest = read_manifest(&root.join("package.json"))
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
         .and_then(|mut package| package.get_mut("pi").map(serde_json::Value::take))
         .filter(|pi| !pi.is_null());
@@ -497,7 +496,7 @@ fn resolve_dir(dir: &Path, source: &'static str, scope: &'static str) -> Vec<Ent
     if let Some(entry) = tau_manifest(dir, source, scope) {
         return vec![entry];
     }
-    if let Ok(text) = std::fs::read_to_string(dir.join("package.json"))
+    if let Some(text) = read_manifest(&dir.join("package.json"))
         && let Ok(package) = serde_json::from_str::<serde_json::Value>(&text)
         && let Some(list) = package
             .get("pi")
@@ -523,9 +522,27 @@ fn resolve_dir(dir: &Path, source: &'static str, scope: &'static str) -> Vec<Ent
         .unwrap_or_default()
 }
 
+/// A manifest's text (`package.json`, `tau-extension.json`), or `None` when there is none
+/// to use. An extension's folder may be the project's, which decides what sits there: a
+/// FIFO or a device is not opened and a file over [`CONFIG_CAP`] not read, and either is
+/// named; a missing or unreadable manifest is no manifest, as before.
+///
+/// [`CONFIG_CAP`]: tau_base::bounded::CONFIG_CAP
+fn read_manifest(path: &Path) -> Option<String> {
+    use tau_base::bounded::BoundedReadError;
+    match tau_base::bounded::read_to_string(path, tau_base::bounded::CONFIG_CAP) {
+        Ok(text) => Some(text),
+        Err(e @ (BoundedReadError::NotRegular { .. } | BoundedReadError::TooLarge { .. })) => {
+            tracing::warn!("ignoring {}: {e}", path.display());
+            None
+        }
+        Err(_) => None,
+    }
+}
+
 /// `tau-extension.json`: `{"command": ["python3", "main.py"]}`, relative to the directory.
 fn tau_manifest(dir: &Path, source: &'static str, scope: &'static str) -> Option<Entry> {
-    let text = std::fs::read_to_string(dir.join("tau-extension.json")).ok()?;
+    let text = read_manifest(&dir.join("tau-extension.json"))?;
     let manifest: serde_json::Value = serde_json::from_str(&text).ok()?;
     let command: Vec<String> = manifest
         .get("command")?
@@ -701,6 +718,26 @@ mod tests {
                 args: vec![in_dir(".")],
             }
         );
+    }
+
+    #[test]
+    fn planted_manifests_are_refused_without_waiting() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = canonical(tmp.path()).join("ext");
+        write(&dir.join("index.ts"), "");
+        let status = std::process::Command::new("mkfifo")
+            .arg(dir.join("tau-extension.json"))
+            .status()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(status.success());
+        std::os::unix::fs::symlink("/dev/zero", dir.join("package.json"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Neither manifest is read: the folder falls back to its `index.ts`.
+        let entries = resolve_dir(&dir, "auto", "user");
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].launch, Launch::Node);
+        // Read as a package, the folder has no manifest and no resource folder: no package.
+        assert!(package_entries(&dir, &Selection::All, "auto", "user").is_none());
     }
 
     #[test]

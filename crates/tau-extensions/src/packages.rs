@@ -595,15 +595,11 @@ fn item_source(item: &Value) -> &str {
 /// The `packages` of a settings file; a file that does not parse is an error, since writing
 /// it would lose what it holds.
 fn read_packages(file: &Path) -> Result<Vec<Value>, PackageError> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(PackageError::Settings(format!(
-                "cannot read {}: {e}",
-                file.display()
-            )));
-        }
+    // A project's settings file may be a planted FIFO or device: refused, never waited on.
+    let text = match tau_base::bounded::read_optional(file, tau_base::bounded::CONFIG_CAP) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(Vec::new()),
+        Err(e) => return Err(PackageError::Settings(format!("cannot read {e}"))),
     };
     let doc: Value = serde_json::from_str(&text)
         .map_err(|e| PackageError::Settings(format!("cannot parse {}: {e}", file.display())))?;
@@ -628,8 +624,12 @@ fn write_packages(file: &Path, packages: Vec<Value>) -> Result<(), PackageError>
         .map_err(PackageError::Settings)
 }
 
+/// `None` when unknown, which makes `update` reinstall the package: what a missing, broken or
+/// refused (a FIFO, a device, over the cap) `package.json` leads to alike.
 fn installed_version(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
+    let text =
+        tau_base::bounded::read_optional(&dir.join("package.json"), tau_base::bounded::CONFIG_CAP)
+            .ok()??;
     let doc: Value = serde_json::from_str(&text).ok()?;
     doc.get("version")?.as_str().map(str::to_string)
 }

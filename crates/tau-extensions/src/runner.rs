@@ -106,6 +106,11 @@ pub struct LoadConfig {
     pub timeouts: Timeouts,
     /// What `ctx.isProjectTrusted()` answers until the session's state says otherwise.
     pub project_trusted: bool,
+    /// Whether the user trusted the project, so that extension programs (not the Node host)
+    /// start in `cwd`. Before that each starts in its own folder: a `python3 -m module` or an
+    /// `npx` there must not find the repository's module or `node_modules/.bin`
+    /// (docs/security.md).
+    pub programs_in_project: bool,
 }
 
 /// Why the extensions did not load. Fatal at startup, as in pi (ext §1.6).
@@ -263,6 +268,8 @@ struct ProcessPlan {
     label: String,
     program: PathBuf,
     args: Vec<String>,
+    /// The process's working directory.
+    cwd: PathBuf,
     members: Vec<usize>,
 }
 
@@ -285,8 +292,15 @@ fn plan(entries: &[Entry], config: &LoadConfig) -> Result<Vec<ProcessPlan>, Load
         };
         plans.push(ProcessPlan {
             label: "node-host".to_string(),
-            program: config.node.clone(),
+            // Found on PATH now, skipping relative entries: the host runs in the project, where
+            // a `node_modules/.bin` entry of PATH would find the repository's `node`.
+            program: tau_base::paths::find_program(&config.node)
+                .unwrap_or_else(|| config.node.clone()),
             args: vec![host.display().to_string()],
+            // pi runs extensions inside its own process, in the project; TypeScript extensions
+            // read `process.cwd()` as the project. Node and jiti load the host and each
+            // extension by absolute path and resolve imports from the importing file.
+            cwd: config.cwd.clone(),
             members: scripts,
         });
     }
@@ -297,10 +311,24 @@ fn plan(entries: &[Entry], config: &LoadConfig) -> Result<Vec<ProcessPlan>, Load
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| entry.path.display().to_string());
+            // A `tau-extension.json` folder, or the folder of an executable file.
+            let own_folder = if entry.path.is_dir() {
+                entry.path.clone()
+            } else {
+                entry
+                    .path
+                    .parent()
+                    .map_or_else(|| config.agent_dir.clone(), Path::to_path_buf)
+            };
             plans.push(ProcessPlan {
                 label,
                 program: program.clone(),
                 args: args.clone(),
+                cwd: if config.programs_in_project {
+                    config.cwd.clone()
+                } else {
+                    own_folder
+                },
                 members: vec![i],
             });
         }
@@ -339,6 +367,7 @@ impl Extensions {
                 label,
                 program,
                 args,
+                cwd,
                 members,
             },
         ) in plan(entries, config)?.into_iter().enumerate()
@@ -347,7 +376,7 @@ impl Extensions {
                 label,
                 &program,
                 &args,
-                &config.cwd,
+                &cwd,
                 &env,
                 index,
                 Arc::clone(&shared) as Arc<dyn FrameHandler>,

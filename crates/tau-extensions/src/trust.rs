@@ -61,16 +61,18 @@ impl TrustStore {
     /// `null` values are kept (pi writes them to clear an entry below a trusted parent).
     fn read(&self) -> Result<BTreeMap<String, Option<bool>>, TrustError> {
         let path = self.path.display().to_string();
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(e) => {
-                return Err(TrustError::Read {
-                    path,
-                    reason: e.to_string(),
-                });
-            }
-        };
+        // The user's file, but a link can lead anywhere: a FIFO must not hang the start.
+        let text =
+            match tau_base::bounded::read_to_string(&self.path, tau_base::bounded::CONFIG_CAP) {
+                Ok(text) => text,
+                Err(tau_base::bounded::BoundedReadError::NotFound) => return Ok(BTreeMap::new()),
+                Err(e) => {
+                    return Err(TrustError::Read {
+                        path,
+                        reason: e.to_string(),
+                    });
+                }
+            };
         let value: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| TrustError::Read {
                 path: path.clone(),

@@ -55,9 +55,73 @@ pub enum ServerConfig {
 pub struct StdioConfig {
     pub command: String,
     pub args: Vec<String>,
-    /// Added to tau's own environment.
+    /// Set over what the server inherits of tau's environment ([`Self::inherit_env`]).
     pub env: BTreeMap<String, String>,
+    /// The working directory; a relative one is relative to the folder [`Self::placed_in`]
+    /// names, where the server also starts when the entry gives none.
     pub cwd: Option<PathBuf>,
+    /// Which of tau's environment variables the server sees besides [`BASE_ENV`].
+    pub inherit_env: InheritEnv,
+}
+
+/// The variables every stdio server inherits from tau's environment, as the MCP SDKs pass
+/// them (their `DEFAULT_INHERITED_ENV_VARS`), with the locale and the temporary folder added:
+/// what a program needs to find itself and its user, and nothing that is usually a secret.
+/// API keys and tokens stay with tau unless an entry passes them (docs/security.md).
+pub const BASE_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR",
+    "TZ",
+];
+
+/// An entry's `inheritEnv`: more of tau's environment for one server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum InheritEnv {
+    /// [`BASE_ENV`] only (no `inheritEnv`, or `false`).
+    #[default]
+    Base,
+    /// `true`: all of tau's environment, as before this rule.
+    All,
+    /// Names, each exact or a prefix ending in `*` (`AWS_*`), on top of [`BASE_ENV`].
+    Names(Vec<String>),
+}
+
+impl InheritEnv {
+    /// Whether the variable `name` of tau's environment reaches the server.
+    pub fn passes(&self, name: &str) -> bool {
+        if BASE_ENV.contains(&name) {
+            return true;
+        }
+        match self {
+            Self::Base => false,
+            Self::All => true,
+            Self::Names(names) => names.iter().any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => pattern == name,
+            }),
+        }
+    }
+}
+
+impl StdioConfig {
+    /// The entry with its places settled in `dir`: the server starts there unless the entry
+    /// names a `cwd`, a relative `cwd` is taken from `dir`, and a relative command with a
+    /// `/` (`./server`, `bin/server`) from the working directory so settled. tau passes the
+    /// project only once the user trusted it, and the user's agent folder before: a server
+    /// started in an untrusted repository would find its `node_modules/.bin` (`npx`), its
+    /// Python modules (`python -m`) and its files (`node server.js`).
+    pub fn placed_in(mut self, dir: &std::path::Path) -> Self {
+        let cwd = match self.cwd.take() {
+            Some(cwd) if cwd.is_absolute() => cwd,
+            Some(cwd) => dir.join(cwd),
+            None => dir.to_path_buf(),
+        };
+        let command = std::path::Path::new(&self.command);
+        if !command.is_absolute() && command.components().count() > 1 {
+            self.command = cwd.join(command).to_string_lossy().into_owned();
+        }
+        self.cwd = Some(cwd);
+        self
+    }
 }
 
 /// A server reached over HTTP.
@@ -87,6 +151,7 @@ impl fmt::Debug for StdioConfig {
             .field("args", &self.args)
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("cwd", &self.cwd)
+            .field("inherit_env", &self.inherit_env)
             .finish()
     }
 }
@@ -314,11 +379,35 @@ fn parse_stdio(
         .transpose()?
         .filter(|cwd| !cwd.is_empty())
         .map(PathBuf::from);
+    let inherit_env = match entry.get("inheritEnv") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => InheritEnv::Base,
+        Some(Value::Bool(true)) => InheritEnv::All,
+        Some(Value::Array(items)) => InheritEnv::Names(
+            items
+                .iter()
+                .enumerate()
+                .map(|(index, item)| match item {
+                    Value::String(name) if !name.is_empty() => Ok(name.clone()),
+                    _ => Err(ConfigErrorReason::WrongType {
+                        field: format!("inheritEnv[{index}]"),
+                        expected: "a variable name",
+                    }),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        Some(_) => {
+            return Err(ConfigErrorReason::WrongType {
+                field: "inheritEnv".into(),
+                expected: "true, false or an array of variable names",
+            });
+        }
+    };
     Ok(ServerConfig::Stdio(StdioConfig {
         command,
         args,
         env: env_map,
         cwd,
+        inherit_env,
     }))
 }
 

@@ -442,7 +442,18 @@ fn spawn_child(
     config: &StdioConfig,
 ) -> Result<(TokioChildProcess, Option<u32>, Option<ChildStderr>), String> {
     let mut command = tokio::process::Command::new(&config.command);
-    command.args(&config.args).envs(&config.env);
+    // Only what the entry lets through of tau's environment (API keys stay behind), then the
+    // entry's own values.
+    command
+        .env_clear()
+        .envs(std::env::vars_os().filter(|(name, value)| {
+            // A bash function exported as `BASH_FUNC_x%%` holds code; the SDKs skip such values.
+            name.to_str()
+                .is_some_and(|name| config.inherit_env.passes(name))
+                && !value.as_encoded_bytes().starts_with(b"()")
+        }))
+        .args(&config.args)
+        .envs(&config.env);
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);
     }

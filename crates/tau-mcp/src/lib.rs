@@ -19,9 +19,9 @@ pub mod redact;
 mod tool;
 
 pub use config::{
-    ConfigError, ConfigErrorReason, ConfigFileError, HttpConfig, HttpTransport, McpServer,
-    ParsedServers, ServerConfig, StdioConfig, expand_variables, merge_layers,
-    parse_config_document, parse_servers, process_env,
+    BASE_ENV, ConfigError, ConfigErrorReason, ConfigFileError, HttpConfig, HttpTransport,
+    InheritEnv, McpServer, ParsedServers, ServerConfig, StdioConfig, expand_variables,
+    merge_layers, parse_config_document, parse_servers, process_env,
 };
 pub use manager::{McpError, McpManager, McpOptions, ServerState, ServerStatus};
 pub use names::{MAX_TOOL_NAME_LEN, NameAllocator, base_tool_name, is_valid_tool_name, sanitize};

@@ -104,6 +104,7 @@ mod tests {
                     ("DEBUG".to_string(), "1".to_string()),
                 ]),
                 cwd: None,
+                inherit_env: Default::default(),
             }),
             expanded: vec!["from-var".into()],
         };

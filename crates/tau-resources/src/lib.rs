@@ -167,12 +167,25 @@ pub enum ProjectAccess {
     /// settings name, no project `SYSTEM.md`.
     #[default]
     Untrusted,
+    /// Nothing in the project waits for trust (no settings, extensions, `SYSTEM.md` or
+    /// `.mcp.json`): trusted for all it holds, as pi answers, but the user has not said the
+    /// repository's code may run, so the user's own processes (MCP servers, extension
+    /// programs) do not start in it (docs/security.md).
+    NothingToTrust,
     /// Trusted by the user: everything, the project's settings files included.
     Trusted,
 }
 
 impl ProjectAccess {
+    /// Whether the project's files apply (its settings, extensions, `SYSTEM.md`).
     pub fn trusted(self) -> bool {
+        matches!(self, Self::Trusted | Self::NothingToTrust)
+    }
+
+    /// Whether the user said they trust the project: only then do the user's MCP servers and
+    /// extension programs start in it, where a committed `node_modules/.bin` or a Python
+    /// module of the repository's would be found by them.
+    pub fn trusted_by_user(self) -> bool {
         self == Self::Trusted
     }
 }

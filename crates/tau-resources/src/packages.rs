@@ -254,10 +254,10 @@ pub fn packages_in_file(
     root: &Path,
     scope: &'static str,
 ) -> Result<Vec<ListedPackage>, String> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    let text = match tau_base::bounded::read_optional(file, tau_base::bounded::CONFIG_CAP) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot read {e}")),
     };
     let doc: Value =
         serde_json::from_str(&text).map_err(|e| format!("cannot parse {}: {e}", file.display()))?;
@@ -408,7 +408,12 @@ pub fn package_files(root: &Path, filter: Option<&Map<String, Value>>) -> Option
 }
 
 fn read_manifest(root: &Path) -> Option<Map<String, Value>> {
-    let text = std::fs::read_to_string(root.join("package.json")).ok()?;
+    // A package can sit in the project (`.pi/npm`, a local path), which decides what its
+    // `package.json` is.
+    let text =
+        tau_base::bounded::read_optional(&root.join("package.json"), tau_base::bounded::CONFIG_CAP)
+            .map_err(|e| tracing::warn!("ignoring {e}"))
+            .ok()??;
     match serde_json::from_str::<Value>(&text)
         .ok()?
         .get_mut("pi")?

@@ -73,15 +73,43 @@ fn template_files(root: &Root, budgets: &mut walk::Budgets) -> Vec<PathBuf> {
             .add_custom_ignore_filename(".fdignore");
     }
     budgets
-        .files(root, builder, walk::keep_all)
+        .files(root, builder, warn_if_not_regular)
         .into_iter()
         .map(ignore::DirEntry::into_path)
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
         .collect()
 }
 
+/// Keeps every entry, as [`walk::keep_all`] does, but names a `.md` entry that is a FIFO or
+/// a device: the walk drops it silently, and a template that does not load should say why.
+/// Checked from the metadata: opening a FIFO to find out would already signal its writer.
+fn warn_if_not_regular(entry: &ignore::DirEntry) -> bool {
+    let md = entry.path().extension().is_some_and(|e| e == "md");
+    if md
+        && entry
+            .file_type()
+            .is_some_and(|t| !t.is_file() && !t.is_dir())
+        && let Err(e) = tau_base::bounded::check_regular(entry.path())
+    {
+        tracing::warn!("prompt template {} skipped: {e}", entry.path().display());
+    }
+    walk::keep_all(entry)
+}
+
 fn read_template(file: &Path, root: &Root) -> Option<PromptTemplate> {
-    let text = std::fs::read_to_string(file).ok()?;
+    // Unreadable and malformed templates are skipped quietly, as pi does; one refused for
+    // what the file is (a FIFO, a device, over the cap) is named.
+    let text = match tau_base::bounded::read_to_string(file, tau_base::bounded::TEXT_CAP) {
+        Ok(text) => text,
+        Err(
+            e @ (tau_base::bounded::BoundedReadError::NotRegular { .. }
+            | tau_base::bounded::BoundedReadError::TooLarge { .. }),
+        ) => {
+            tracing::warn!("prompt template {} skipped: {e}", file.display());
+            return None;
+        }
+        Err(_) => return None,
+    };
     let header = frontmatter::parse(&text).ok()?;
     let name = file.file_stem()?.to_string_lossy().into_owned();
     let description = match header.text("description").map(str::trim) {

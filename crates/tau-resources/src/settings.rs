@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use tau_base::bounded::{BoundedReadError, CONFIG_CAP};
 use tau_protocol::ThinkingLevel;
 use tau_protocol::{InterruptMode, QueueMode};
 
@@ -58,14 +59,15 @@ impl Settings {
     /// Reads the global settings file, and the project's files without applying them: until
     /// [`Self::trust_project`], only the user's settings count. Missing files are simply
     /// absent; a file that cannot be read or parsed counts as empty and is reported in
-    /// [`Self::warnings`] (a project file only once it is applied).
+    /// [`Self::warnings`] (a project file only once it is applied, unless it was refused
+    /// unread: see [`Unusable::Refused`]).
     pub fn load(agent_dir: &Path, cwd: &Path) -> Self {
         let mut warnings = Vec::new();
         let global_path = agent_dir.join("settings.json");
         let (global, global_unreadable) = match read_layer(&global_path) {
             Ok(layer) => (layer.unwrap_or_default(), false),
-            Err(warning) => {
-                warnings.push(warning);
+            Err(unusable) => {
+                warnings.push(unusable.into_warning());
                 (Map::new(), true)
             }
         };
@@ -74,7 +76,8 @@ impl Settings {
             match read_layer(&path) {
                 Ok(Some(layer)) => held.push((path, Ok(layer))),
                 Ok(None) => {}
-                Err(warning) => held.push((path, Err(warning))),
+                Err(Unusable::Refused(warning)) => warnings.push(warning),
+                Err(Unusable::Broken(warning)) => held.push((path, Err(warning))),
             }
         }
         let mut settings = Self {
@@ -546,12 +549,18 @@ pub fn write_key(path: &Path, key: &str, value: Value) -> Result<(), String> {
 fn update_file(path: &Path, changes: &[(&str, Value)]) -> Result<(), String> {
     // Write through a symbolic link (dotfile managers link settings files) to its target.
     let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    // Before the lock, which is a folder made next to the target: a link to `/dev/zero` must
+    // not lead to `/dev/zero.lock`, nor the atomic replace to a new `/dev/zero`.
+    match tau_base::bounded::check_regular(&target) {
+        Ok(()) | Err(BoundedReadError::NotFound) => {}
+        Err(err) => return Err(format!("cannot write {}: {err}", path.display())),
+    }
     if let Some(dir) = target.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     let _lock = FileLock::acquire(&target)?;
-    let (mut doc, permissions) = match std::fs::read(&target) {
+    let (mut doc, permissions) = match tau_base::bounded::read(&target, CONFIG_CAP) {
         Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
             Ok(Value::Object(doc)) => (
                 doc,
@@ -560,7 +569,7 @@ fn update_file(path: &Path, changes: &[(&str, Value)]) -> Result<(), String> {
             Ok(_) => return Err(format!("{} is not a JSON object", target.display())),
             Err(err) => return Err(format!("cannot parse {}: {err}", target.display())),
         },
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => (Map::new(), None),
+        Err(BoundedReadError::NotFound) => (Map::new(), None),
         Err(err) => return Err(format!("cannot read {}: {err}", target.display())),
     };
     for (key, value) in changes {
@@ -655,18 +664,41 @@ pub fn array_in_file(path: &Path, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// One settings file: `Ok(None)` when it does not exist, `Err` with the warning to show when
-/// it cannot be read or is not a JSON object.
-fn read_layer(path: &Path) -> Result<Option<Map<String, Value>>, String> {
-    let text = match std::fs::read(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => {
-            return Err(format!(
-                "Cannot read {}: {err}; its settings are ignored",
-                path.display()
-            ));
+/// Why a settings file that exists gives no settings, with the warning to show.
+enum Unusable {
+    /// Not read at all: a FIFO, a device, a folder, or larger than [`CONFIG_CAP`]. Said at
+    /// once even for a project that is not trusted: the warning tells what sits at the path,
+    /// never what a file holds, and trusting the project later would not make it readable.
+    Refused(String),
+    /// Read and found wrong (not JSON, not an object), or unreadable for an ordinary reason.
+    Broken(String),
+}
+
+impl Unusable {
+    fn into_warning(self) -> String {
+        match self {
+            Self::Refused(warning) | Self::Broken(warning) => warning,
         }
+    }
+}
+
+/// One settings file: `Ok(None)` when it does not exist, `Err` when it cannot be read or is
+/// not a JSON object. Only a regular file is opened, and only up to [`CONFIG_CAP`]: a project
+/// may plant a link to `/dev/zero` or a FIFO there.
+fn read_layer(path: &Path) -> Result<Option<Map<String, Value>>, Unusable> {
+    let cannot_read = |err: &BoundedReadError| {
+        format!(
+            "Cannot read {}: {err}; its settings are ignored",
+            path.display()
+        )
+    };
+    let text = match tau_base::bounded::read(path, CONFIG_CAP) {
+        Ok(text) => text,
+        Err(BoundedReadError::NotFound) => return Ok(None),
+        Err(err @ (BoundedReadError::NotRegular { .. } | BoundedReadError::TooLarge { .. })) => {
+            return Err(Unusable::Refused(cannot_read(&err)));
+        }
+        Err(err) => return Err(Unusable::Broken(cannot_read(&err))),
     };
     if text.is_empty() {
         // pi reads an empty file as no settings.
@@ -674,14 +706,14 @@ fn read_layer(path: &Path) -> Result<Option<Map<String, Value>>, String> {
     }
     match serde_json::from_slice::<Value>(&text) {
         Ok(Value::Object(map)) => Ok(Some(map)),
-        Ok(_) => Err(format!(
+        Ok(_) => Err(Unusable::Broken(format!(
             "{} is not a JSON object; its settings are ignored",
             path.display()
-        )),
-        Err(err) => Err(format!(
+        ))),
+        Err(err) => Err(Unusable::Broken(format!(
             "Cannot parse {}: {err}; its settings are ignored",
             path.display()
-        )),
+        ))),
     }
 }
 
@@ -1000,6 +1032,56 @@ mod tests {
             serde_json::from_str::<Value>(&std::fs::read_to_string(&real).unwrap()).unwrap(),
             json!({"a": 1, "retry": {"enabled": false}})
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn planted_files_are_refused_unread_named_at_once_and_never_written() {
+        let agent = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let global = agent.path().join("settings.json");
+        std::os::unix::fs::symlink("/dev/zero", &global).unwrap();
+        let [pi, tau] = project_files(cwd.path());
+        std::fs::create_dir_all(pi.parent().unwrap()).unwrap();
+        std::fs::create_dir_all(tau.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &pi).unwrap();
+        // Sparse: over the cap without costing the disk anything.
+        std::fs::File::create(&tau)
+            .unwrap()
+            .set_len(CONFIG_CAP + 1)
+            .unwrap();
+        let mut s = Settings::load(agent.path(), cwd.path());
+        let device = |path: &Path| {
+            format!(
+                "Cannot read {}: it is a device, not a regular file; its settings are ignored",
+                path.display()
+            )
+        };
+        assert_eq!(s.warnings()[..2], [device(&global), device(&pi)]);
+        assert!(
+            s.warnings()[2].starts_with(&format!(
+                "Cannot read {}: it is larger than 1 MiB",
+                tau.display()
+            )),
+            "{:?}",
+            s.warnings()
+        );
+        assert_eq!(s.warnings().len(), 3);
+        assert!(s.held_project_files().is_empty(), "nothing to apply later");
+        // An unreadable global file is never written (in memory only, as before).
+        s.set_global("a", json!(1)).unwrap();
+        let err = write_key(&global, "a", json!(1)).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "cannot write {}: it is a device, not a regular file",
+                global.display()
+            )
+        );
+        assert!(!Path::new("/dev/zero.lock").exists());
+        let err = write_key(&tau, "a", json!(1)).unwrap_err();
+        assert!(err.contains("larger than 1 MiB"), "{err}");
+        assert_eq!(std::fs::metadata(&tau).unwrap().len(), CONFIG_CAP + 1);
     }
 
     #[test]

@@ -84,6 +84,11 @@ fn skill_files(root: &Root, layout: Layout, budgets: &mut walk::Budgets) -> Vec<
         return Vec::new();
     }
     if !path.is_dir() {
+        if let Err(e) = tau_base::bounded::check_regular(path)
+            && !e.is_not_found()
+        {
+            tracing::warn!("skill {} skipped: {e}", path.display());
+        }
         return Vec::new();
     }
     let own_skill = path.join("SKILL.md");
@@ -131,6 +136,7 @@ fn skill_files(root: &Root, layout: Layout, budgets: &mut walk::Budgets) -> Vec<
 /// Inside a skill's folder only its `SKILL.md` counts, so the walk does not spend its budget
 /// on the skill's scripts and references (or a virtual environment left in it).
 fn outside_skill_folders(entry: &ignore::DirEntry) -> bool {
+    warn_if_not_regular(entry);
     entry.depth() < 2
         || entry.file_name() == "SKILL.md"
         || !entry
@@ -139,8 +145,23 @@ fn outside_skill_folders(entry: &ignore::DirEntry) -> bool {
             .is_some_and(|dir| dir.join("SKILL.md").is_file())
 }
 
+/// The walk keeps regular files only, silently; a `SKILL.md` (or a top-level `.md`) that is
+/// a FIFO or a device is named, so that a skill that does not load says why. Checked from
+/// the entry's metadata: opening it to find out would already signal a FIFO's writer.
+fn warn_if_not_regular(entry: &ignore::DirEntry) {
+    let name = entry.file_name();
+    let candidate = name == "SKILL.md"
+        || (entry.depth() == 1 && Path::new(name).extension().is_some_and(|e| e == "md"));
+    if !candidate || entry.file_type().is_none_or(|t| t.is_file() || t.is_dir()) {
+        return;
+    }
+    if let Err(e) = tau_base::bounded::check_regular(entry.path()) {
+        tracing::warn!("skill {} skipped: {e}", entry.path().display());
+    }
+}
+
 fn read_skill(file: &Path, root: &Root) -> Option<Skill> {
-    let text = std::fs::read_to_string(file)
+    let text = tau_base::bounded::read_to_string(file, tau_base::bounded::TEXT_CAP)
         .map_err(|e| tracing::warn!("cannot read skill {}: {e}", file.display()))
         .ok()?;
     let header = frontmatter::parse(&text)
@@ -226,7 +247,7 @@ pub fn expand(text: &str, skills: &[Skill]) -> Result<Option<String>, (PathBuf, 
     let Some(skill) = skills.iter().find(|s| s.name == name) else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(&skill.file_path)
+    let text = tau_base::bounded::read_to_string(&skill.file_path, tau_base::bounded::TEXT_CAP)
         .map_err(|e| (skill.file_path.clone(), e.to_string()))?;
     let body = frontmatter::body_of(&text);
     let block = format!(

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use tau_base::bounded;
+
 /// A tool as the prompt presents it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptTool {
@@ -243,25 +245,59 @@ fn context_file_in(dir: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The folder a project's context files must stay in until the user trusts it: the
+/// repository root (the nearest folder above `cwd` holding `.git`), else `cwd` itself.
+fn project_root(cwd: &Path) -> &Path {
+    cwd.ancestors()
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .unwrap_or(cwd)
+}
+
 /// `AGENTS.md` (else `CLAUDE.md`) from the agent directory, then from every directory from
 /// the filesystem root down to `cwd` (pi walks all the way to `/`).
-pub fn load_context_files(agent_dir: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
+///
+/// Until the user trusts the project (`trusted_by_user`), a context file inside the project
+/// (the repository root down to `cwd`) whose real path lies outside it is not read: a
+/// cloned `AGENTS.md` linking to `~/.ssh/id_rsa` or `/proc/self/environ` would otherwise go
+/// to the model in every request. The agent directory's file and those of the folders above
+/// the project are the user's own and may link anywhere. Every file is read only if it is a
+/// regular file within [`bounded::TEXT_CAP`].
+pub fn load_context_files(
+    agent_dir: &Path,
+    cwd: &Path,
+    trusted_by_user: bool,
+) -> Vec<(PathBuf, String)> {
+    let root = project_root(cwd);
+    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let mut candidates = Vec::new();
     if let Some(global) = context_file_in(agent_dir) {
-        candidates.push(global);
+        candidates.push((global, false));
     }
     let mut dirs: Vec<&Path> = cwd.ancestors().collect();
     dirs.reverse();
-    candidates.extend(dirs.into_iter().filter_map(context_file_in));
+    candidates.extend(
+        dirs.into_iter()
+            .filter_map(|dir| context_file_in(dir).map(|file| (file, dir.starts_with(root)))),
+    );
     let mut seen = Vec::new();
     let mut out = Vec::new();
-    for path in candidates {
+    for (path, in_project) in candidates {
         let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
         if seen.contains(&canonical) {
             continue;
         }
-        seen.push(canonical);
-        match std::fs::read_to_string(&path) {
+        seen.push(canonical.clone());
+        if in_project && !trusted_by_user && !canonical.starts_with(&real_root) {
+            tracing::warn!(
+                "{} is not read: it links to {}, outside the project {} (trust the project to \
+                 follow it)",
+                path.display(),
+                canonical.display(),
+                root.display()
+            );
+            continue;
+        }
+        match bounded::read_to_string(&path, bounded::TEXT_CAP) {
             Ok(content) => out.push((path, content)),
             Err(err) => tracing::warn!("skipping context file {}: {err}", path.display()),
         }
@@ -312,9 +348,15 @@ fn first_file(project: Option<&Path>, agent_dir: &Path, name: &str) -> Option<St
     let project = project
         .into_iter()
         .flat_map(|cwd| [cwd.join(".tau").join(name), cwd.join(".pi").join(name)]);
-    project
-        .chain([agent_dir.join(name)])
-        .find_map(|p| std::fs::read_to_string(p).ok())
+    project.chain([agent_dir.join(name)]).find_map(|p| {
+        match bounded::read_optional(&p, bounded::TEXT_CAP) {
+            Ok(text) => text,
+            Err(err) => {
+                tracing::warn!("{err}; it is not used");
+                None
+            }
+        }
+    })
 }
 
 #[cfg(test)]
@@ -369,9 +411,36 @@ mod tests {
         std::fs::write(root.path().join("a/CLAUDE.md"), "claude").unwrap();
         std::fs::write(cwd.join("AGENTS.md"), "agents").unwrap();
         std::fs::write(cwd.join("CLAUDE.md"), "ignored").unwrap();
-        let files = load_context_files(agent.path(), &cwd);
+        let files = load_context_files(agent.path(), &cwd, false);
         let contents: Vec<&str> = files.iter().map(|(_, c)| c.as_str()).collect();
         assert_eq!(contents, ["global", "claude", "agents"]);
+    }
+
+    #[test]
+    fn an_untrusted_projects_context_files_stay_inside_it() {
+        let agent = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "KEY=1").unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let cwd = repo.path().join("sub");
+        std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::os::unix::fs::symlink(&secret, repo.path().join("AGENTS.md")).unwrap();
+        std::fs::write(repo.path().join("notes.md"), "inside").unwrap();
+        std::os::unix::fs::symlink("../notes.md", cwd.join("AGENTS.md")).unwrap();
+        // The user's own file may link anywhere.
+        let mine = outside.path().join("mine");
+        std::fs::write(&mine, "mine").unwrap();
+        std::os::unix::fs::symlink(&mine, agent.path().join("AGENTS.md")).unwrap();
+        let contents = |trusted| -> Vec<String> {
+            load_context_files(agent.path(), &cwd, trusted)
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect()
+        };
+        assert_eq!(contents(false), ["mine", "inside"]);
+        assert_eq!(contents(true), ["mine", "KEY=1", "inside"]);
     }
 
     #[test]

@@ -120,6 +120,30 @@ fn read_document(
     tau_mcp::parse_config_document(&text, env).map_err(|error| error.to_string())
 }
 
+/// Where the user's own stdio servers start (and what their relative parts are taken
+/// from): the project once the user trusted it, the user's agent folder before
+/// (docs/security.md).
+pub fn process_dir(config: &crate::SessionConfig) -> PathBuf {
+    if config.resources.project.trusted_by_user() {
+        config.cwd.clone()
+    } else {
+        // A first run may not have made it yet; a server cannot start in a missing folder.
+        if let Err(err) = std::fs::create_dir_all(&config.agent_dir) {
+            tracing::warn!("cannot create {}: {err}", config.agent_dir.display());
+        }
+        config.agent_dir.clone()
+    }
+}
+
+/// `server` with its working directory and relative command settled in `dir`
+/// ([`tau_mcp::StdioConfig::placed_in`]).
+pub fn placed_in(mut server: McpServer, dir: &Path) -> McpServer {
+    if let tau_mcp::ServerConfig::Stdio(stdio) = server.config {
+        server.config = tau_mcp::ServerConfig::Stdio(stdio.placed_in(dir));
+    }
+    server
+}
+
 /// The deadlines of settings `mcp` (`requestTimeoutMs`, `startupTimeoutMs`, `maxRestarts`);
 /// a missing, mistyped or zero deadline keeps the default.
 pub fn options(settings: &Settings) -> McpOptions {

@@ -586,6 +586,12 @@ impl AgentSession {
         servers: Vec<crate::mcp::McpServer>,
         options: crate::mcp::McpOptions,
     ) {
+        let config = self.workspace.config();
+        let dir = crate::mcp::process_dir(config);
+        let servers = servers
+            .into_iter()
+            .map(|server| crate::mcp::placed_in(server, &dir))
+            .collect();
         self.tools.start_mcp(servers, options);
     }
 

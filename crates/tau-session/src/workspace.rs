@@ -33,7 +33,11 @@ impl Workspace {
         let context_files = if config.no_context_files {
             Vec::new()
         } else {
-            crate::system_prompt::load_context_files(&config.agent_dir, &config.cwd)
+            crate::system_prompt::load_context_files(
+                &config.agent_dir,
+                &config.cwd,
+                config.resources.project.trusted_by_user(),
+            )
         };
         Self {
             config,
@@ -96,8 +100,12 @@ impl Workspace {
         }
         self.config.cwd = cwd;
         if !self.config.no_context_files {
-            self.context_files =
-                crate::system_prompt::load_context_files(&self.config.agent_dir, &self.config.cwd);
+            // Trust was given to the folder tau started in, not to this one.
+            self.context_files = crate::system_prompt::load_context_files(
+                &self.config.agent_dir,
+                &self.config.cwd,
+                false,
+            );
         }
     }
 

@@ -223,17 +223,7 @@ impl SessionStore {
             path: path.to_path_buf(),
             source,
         };
-        let mut file = match std::fs::OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(StoreError::NotFound(path.to_path_buf()));
-            }
-            Err(e) => return Err(io_err(e)),
-        };
+        let mut file = crate::open_session_file(path)?;
         lock(&file, path)?;
         let len = file.metadata().map_err(io_err)?.len();
         // Up to the end of the first line, 64 KiB at a time.

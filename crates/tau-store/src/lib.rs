@@ -753,6 +753,40 @@ pub(crate) fn parsing_threads() -> usize {
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
 }
 
+/// Opens the session file at `path` for reading and appending, if it is a regular file. A FIFO
+/// or a device named as the session (`--session`) would block the open or never end the
+/// read; it is checked first, then again on the file opened without blocking.
+pub(crate) fn open_session_file(path: &Path) -> Result<File, StoreError> {
+    let io_err = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    match tau_base::bounded::check_regular(path) {
+        Ok(()) => {}
+        Err(tau_base::bounded::BoundedReadError::NotFound) => {
+            return Err(StoreError::NotFound(path.to_path_buf()));
+        }
+        Err(e) => return Err(io_err(std::io::Error::other(e.to_string()))),
+    }
+    let mut options = OpenOptions::new();
+    options.read(true).append(true);
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        rustix::fs::OFlags::NONBLOCK.bits() as i32,
+    );
+    let file = match options.open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(StoreError::NotFound(path.to_path_buf()));
+        }
+        Err(e) => return Err(io_err(e)),
+    };
+    if !file.metadata().map_err(io_err)?.is_file() {
+        return Err(io_err(std::io::Error::other("it is not a regular file")));
+    }
+    Ok(file)
+}
+
 /// Opens `path` for reading and appending, takes its lock, and reads it whole.
 pub(crate) fn open_locked(path: &Path) -> Result<(File, Vec<u8>), StoreError> {
     use std::io::Read;
@@ -760,13 +794,7 @@ pub(crate) fn open_locked(path: &Path) -> Result<(File, Vec<u8>), StoreError> {
         path: path.to_path_buf(),
         source,
     };
-    let mut file = match OpenOptions::new().read(true).append(true).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(StoreError::NotFound(path.to_path_buf()));
-        }
-        Err(e) => return Err(io_err(e)),
-    };
+    let mut file = open_session_file(path)?;
     lock(&file, path)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(io_err)?;

@@ -360,14 +360,22 @@ fn migrate_v2_to_v3(values: &mut [Map<String, Value>]) {
     }
 }
 
-/// Reads only the header line of a session file, for discovery. Reads at most 64 KiB so a
-/// large file that is not a session costs nothing.
+/// The most of a session file's first line read for its header: a real header is a few
+/// hundred bytes, so a large file that is not a session costs nothing.
+const HEADER_CAP: u64 = 64 * 1024;
+
+/// Reads only the header line of a session file, for discovery. Only a regular file is
+/// opened (a FIFO named `x.jsonl` in a session folder must not hang `--continue`), and only
+/// its first [`HEADER_CAP`] bytes read.
 pub(crate) fn read_header(path: &Path) -> Option<SessionHeader> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
-    let mut reader = std::io::BufReader::new(file.take(64 * 1024));
-    let mut line = Vec::new();
-    reader.read_until(b'\n', &mut line).ok()?;
+    let line = match tau_base::bounded::first_line(path, HEADER_CAP) {
+        Ok(line) => line,
+        Err(e @ tau_base::bounded::BoundedReadError::NotRegular { .. }) => {
+            tracing::warn!("skipping session file {}: {e}", path.display());
+            return None;
+        }
+        Err(_) => return None,
+    };
     serde_json::from_slice::<Map<String, Value>>(&line)
         .ok()
         .and_then(SessionHeader::from_map)
@@ -388,4 +396,37 @@ fn join_runs(
         }
     }
     entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_is_read_from_a_regular_file_only_and_within_its_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("planted.jsonl");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR).unwrap();
+        // Nobody writes to it: an ordinary open would never return.
+        assert!(read_header(&fifo).is_none());
+        let linked = dir.path().join("zero.jsonl");
+        std::os::unix::fs::symlink("/dev/zero", &linked).unwrap();
+        assert!(read_header(&linked).is_none());
+        let real = dir.path().join("real.jsonl");
+        std::fs::write(
+            &real,
+            "{\"type\":\"session\",\"version\":3,\"id\":\"s1\",\"cwd\":\"/x\"}\n{\"type\":\"x\"}\n",
+        )
+        .unwrap();
+        assert_eq!(read_header(&real).map(|h| h.id).as_deref(), Some("s1"));
+        let padded = format!(
+            "{{\"type\":\"session\",\"id\":\"s2\",\"pad\":\"{}\"}}\n",
+            "x".repeat(usize::try_from(HEADER_CAP).unwrap())
+        );
+        std::fs::write(&real, padded).unwrap();
+        assert!(
+            read_header(&real).is_none(),
+            "a header past the cap is no header"
+        );
+    }
 }

@@ -96,7 +96,7 @@ pub fn run(
             }
         })?;
 
-    let history = options
+    let (history, history_warning) = options
         .history_file
         .as_deref()
         .map(read_history)
@@ -104,7 +104,7 @@ pub fn run(
     let mut app = App::new(theme, options.cwd_label.clone(), history);
     app.session_dir = options.session_dir.clone();
     app.cwd = options.cwd.clone();
-    for warning in &options.warnings {
+    for warning in options.warnings.iter().chain(&history_warning) {
         app.transcript.notice(
             format!("Warning: {warning}"),
             transcript::NoticeKind::Warning,
@@ -602,14 +602,46 @@ fn render_dialog(
     frame.render_widget(Paragraph::new(lines).block(block), rect);
 }
 
-fn read_history(path: &std::path::Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .map(|text| {
-            text.lines()
-                .filter_map(|l| serde_json::from_str::<String>(l).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+/// The most of the history file read: its newest entries up to this size. The file keeps
+/// only the last [`HISTORY_KEPT`], so only a pasted giant or a planted file is larger.
+const HISTORY_CAP: u64 = tau_base::bounded::TEXT_CAP;
+
+/// The saved prompts, oldest first, and a warning when the file is there but is no regular
+/// file (a link to a FIFO would otherwise hang the start, one to `/dev/zero` fill memory).
+fn read_history(path: &std::path::Path) -> (Vec<String>, Option<String>) {
+    use std::io::{Seek, SeekFrom};
+    let mut file = match tau_base::bounded::open_regular(path) {
+        Ok(file) => file,
+        Err(e @ tau_base::bounded::BoundedReadError::NotRegular { .. }) => {
+            return (
+                Vec::new(),
+                Some(format!("prompt history {} not read: {e}", path.display())),
+            );
+        }
+        Err(_) => return (Vec::new(), None),
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let skip = len.saturating_sub(HISTORY_CAP);
+    let mut bytes = Vec::new();
+    if file.seek(SeekFrom::Start(skip)).is_err()
+        || file.take(HISTORY_CAP).read_to_end(&mut bytes).is_err()
+    {
+        return (Vec::new(), None);
+    }
+    // Read from the middle of the file: the first line is the end of an older entry.
+    let whole_lines = match (skip, bytes.iter().position(|&b| b == b'\n')) {
+        (0, _) => &bytes[..],
+        (_, Some(at)) => &bytes[at + 1..],
+        (_, None) => &[][..],
+    };
+    let Ok(text) = std::str::from_utf8(whole_lines) else {
+        return (Vec::new(), None);
+    };
+    let entries = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<String>(l).ok())
+        .collect();
+    (entries, None)
 }
 
 /// Keeps the last entries; written whole to a temporary file and renamed, never half.
@@ -637,6 +669,47 @@ fn write_history(path: &std::path::Path, history: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_history_is_read_from_a_regular_file_only_and_its_newest_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.jsonl");
+        assert_eq!(read_history(&path), (Vec::new(), None));
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        let (entries, warning) = read_history(&path);
+        assert!(entries.is_empty());
+        assert_eq!(
+            warning.as_deref(),
+            Some(
+                format!(
+                    "prompt history {} not read: it is a device, not a regular file",
+                    path.display()
+                )
+                .as_str()
+            )
+        );
+        std::fs::remove_file(&path).unwrap();
+        let entry = "x".repeat(1000);
+        let count = usize::try_from(HISTORY_CAP).unwrap() / 1000 + 100;
+        let entries: Vec<String> = (0..count).map(|i| format!("{i} {entry}")).collect();
+        let text: String = entries
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap() + "\n")
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let (read, warning) = read_history(&path);
+        assert_eq!(warning, None);
+        assert!(
+            read.len() < count && read.len() > count - 200,
+            "{}",
+            read.len()
+        );
+        assert_eq!(
+            read[..],
+            entries[count - read.len()..],
+            "whole entries, the newest"
+        );
+    }
 
     #[test]
     fn a_closed_other_end_is_a_hang_up() {

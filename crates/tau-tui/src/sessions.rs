@@ -1,7 +1,7 @@
 //! The sessions `/resume` offers: the session files of this folder, newest first, each named
 //! by its session name or first message, read from the file's beginning only.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use serde_json::Value;
@@ -15,6 +15,10 @@ pub struct Summary {
 /// How far into a file a label is looked for: sessions can be large, the list must be quick.
 const SCAN_LINES: usize = 200;
 
+/// The most bytes read for a label, whatever the lines: one line of a session can be
+/// arbitrarily long (a pasted image), and a planted file endless.
+const SCAN_BYTES: u64 = 8 << 20;
+
 /// The sessions in `dir`, newest first.
 pub fn list(dir: &Path) -> Vec<Summary> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -24,6 +28,11 @@ pub fn list(dir: &Path) -> Vec<Summary> {
     for entry in entries.filter_map(Result::ok) {
         let path = entry.path();
         if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+            continue;
+        }
+        // A FIFO or a device named `x.jsonl` is no session to offer: reading it for a label,
+        // or opening it once picked, would wait for ever.
+        if tau_base::bounded::check_regular(&path).is_err() {
             continue;
         }
         let modified = entry
@@ -45,10 +54,10 @@ pub fn list(dir: &Path) -> Vec<Summary> {
 }
 
 fn label_of(path: &Path) -> Option<String> {
-    let file = std::fs::File::open(path).ok()?;
+    let file = tau_base::bounded::open_regular(path).ok()?;
     let mut first_message = None;
     let mut name = None;
-    for line in BufReader::new(file)
+    for line in BufReader::new(file.take(SCAN_BYTES))
         .lines()
         .take(SCAN_LINES)
         .map_while(Result::ok)

@@ -203,19 +203,13 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     }
     let reported = settings.warnings().len();
     // Trust is decided first: until then nothing of the project's may run or apply.
-    let (trusted, extensions, extension_entries) = runtime.block_on(load_extensions(
+    let (access, extensions, extension_entries) = runtime.block_on(load_extensions(
         &options.cli,
         options.mode,
         &config,
         &mut settings,
     ))?;
-    config.resources.project = if options.cli.no_approve {
-        ProjectAccess::Refused
-    } else if trusted {
-        ProjectAccess::Trusted
-    } else {
-        ProjectAccess::Untrusted
-    };
+    config.resources.project = access;
     for warning in settings.warnings().iter().skip(reported) {
         warn(warning);
     }
@@ -386,7 +380,6 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
                     options.mode,
                     config.clone(),
                     settings.clone(),
-                    trusted,
                     flag_values.clone(),
                 )
             }),
@@ -544,7 +537,7 @@ async fn load_extensions(
     config: &SessionConfig,
     settings: &mut Settings,
 ) -> anyhow::Result<(
-    bool,
+    ProjectAccess,
     Option<tau_rpc::LoadedExtensions>,
     Vec<tau_extensions::Entry>,
 )> {
@@ -563,34 +556,46 @@ async fn load_extensions(
             warn(&warning);
         }
     };
+    let store = tau_extensions::trust::TrustStore::new(&config.agent_dir);
     let settled = match (cli.approve, cli.no_approve) {
-        (_, true) => Some(false),
-        (true, false) => Some(true),
+        (_, true) => Some(ProjectAccess::Refused),
+        (true, false) => Some(ProjectAccess::Trusted),
         // Nothing of the project's waits for trust: there is nothing to decide (pi's
-        // answer for such a folder is "trusted").
+        // answer for such a folder is "trusted"). Whether the user's own processes may
+        // start in it is still the user's word, never asked for here.
         (false, false) if tau_session::resources::waits_for_trust(&config.cwd).is_empty() => {
-            Some(true)
+            let said = match store.get(&config.cwd) {
+                Ok(Some(trusted)) => trusted,
+                Ok(None) => settings.default_project_trust().as_deref() == Some("always"),
+                Err(_) => false,
+            };
+            Some(if said {
+                ProjectAccess::Trusted
+            } else {
+                ProjectAccess::NothingToTrust
+            })
         }
         (false, false) => None,
     };
-    if let Some(trusted) = settled {
+    if let Some(access) = settled {
+        let trusted = access.trusted();
         if trusted {
             settings.trust_project();
         }
         let list = discover(trusted)?;
         package_warnings(trusted);
-        let loaded = start_extensions(&list, mode, config, settings, trusted).await?;
-        return Ok((trusted, loaded, list));
+        let loaded = start_extensions(&list, mode, config, settings, access).await?;
+        return Ok((access, loaded, list));
     }
     // The pre-pass: only what the user chose runs before the project is trusted, and is
     // asked first.
     let untrusted = discover(false)?;
-    let prepass = start_extensions(&untrusted, mode, config, settings, false).await?;
+    let prepass =
+        start_extensions(&untrusted, mode, config, settings, ProjectAccess::Untrusted).await?;
     let asked = match &prepass {
         Some(loaded) => ask_project_trust(&loaded.set, &config.cwd).await,
         None => None,
     };
-    let store = tau_extensions::trust::TrustStore::new(&config.agent_dir);
     let trusted = match asked {
         Some((trusted, remember)) => {
             if remember && let Err(err) = store.set(&config.cwd, trusted) {
@@ -618,7 +623,7 @@ async fn load_extensions(
     };
     package_warnings(trusted);
     if !trusted {
-        return Ok((false, prepass, untrusted));
+        return Ok((ProjectAccess::Untrusted, prepass, untrusted));
     }
     let timeouts_before = timeouts(settings);
     settings.trust_project();
@@ -626,15 +631,23 @@ async fn load_extensions(
     if trusted_list == untrusted && timeouts(settings) == timeouts_before {
         // Nothing more to start: the pre-pass set is the run's, and learns of the trust
         // from the session's first state.
-        return Ok((true, prepass, trusted_list));
+        // Its programs keep the folder they started in before trust was given.
+        return Ok((ProjectAccess::Trusted, prepass, trusted_list));
     }
     // pi adds the project's extensions to the instances it already has; tau starts the whole
     // list afresh, so the command line's and the user's factories run a second time (T70).
     if let Some(loaded) = &prepass {
         loaded.set.shutdown();
     }
-    let loaded = start_extensions(&trusted_list, mode, config, settings, true).await?;
-    Ok((true, loaded, trusted_list))
+    let loaded = start_extensions(
+        &trusted_list,
+        mode,
+        config,
+        settings,
+        ProjectAccess::Trusted,
+    )
+    .await?;
+    Ok((ProjectAccess::Trusted, loaded, trusted_list))
 }
 
 /// Asks on the terminal (stderr, a line of stdin) whether to trust the folder, naming what
@@ -680,7 +693,6 @@ fn acp_extension_loader(
     mode: RunMode,
     config: SessionConfig,
     settings: Settings,
-    trusted: bool,
     flags: std::collections::HashMap<String, serde_json::Value>,
 ) -> tau_acp::ExtensionLoader {
     let shared = std::sync::Arc::new((entries, config, settings, flags));
@@ -688,7 +700,8 @@ fn acp_extension_loader(
         let shared = std::sync::Arc::clone(&shared);
         Box::pin(async move {
             let (entries, config, settings, flags) = &*shared;
-            let loaded = start_extensions(entries, mode, config, settings, trusted)
+            let access = config.resources.project;
+            let loaded = start_extensions(entries, mode, config, settings, access)
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(loaded.map(|loaded| {
@@ -753,7 +766,7 @@ async fn start_extensions(
     mode: RunMode,
     config: &SessionConfig,
     settings: &Settings,
-    project_trusted: bool,
+    project: ProjectAccess,
 ) -> anyhow::Result<Option<tau_rpc::LoadedExtensions>> {
     if entries.is_empty() {
         return Ok(None);
@@ -776,7 +789,8 @@ async fn start_extensions(
         node: std::env::var_os("TAU_NODE").map_or_else(|| "node".into(), Into::into),
         node_host: tau_extensions::find_node_host(),
         timeouts: timeouts(settings),
-        project_trusted,
+        project_trusted: project.trusted(),
+        programs_in_project: project.trusted_by_user(),
     };
     // The first state frame carries the model catalog: made while the processes load
     // instead of after (a spare core; no join: whoever needs it first waits for it).

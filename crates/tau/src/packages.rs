@@ -428,8 +428,13 @@ fn export_session(input: &str, output: Option<&str>) -> Result<String, String> {
         }
     };
     let file = resolve(input);
-    if !file.exists() {
-        return Err(format!("File not found: {}", file.display()));
+    // The session store opens what it is given and reads it whole: a FIFO would hang it.
+    match tau_base::bounded::check_regular(&file) {
+        Ok(()) => {}
+        Err(e @ tau_base::bounded::BoundedReadError::NotRegular { .. }) => {
+            return Err(format!("cannot read {}: {e}", file.display()));
+        }
+        Err(_) => return Err(format!("File not found: {}", file.display())),
     }
     let store = tau_session::store::SessionStore::open(&file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;

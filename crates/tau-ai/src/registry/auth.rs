@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tau_base::bounded::BoundedReadError;
 
 /// How long a `!command` may run before it counts as failed (pi's limit).
 pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -79,12 +80,21 @@ pub(crate) struct AuthFile {
 /// Reads `auth.json`. A missing file is an empty one; an unreadable or malformed file is
 /// reported and treated as empty so that environment keys keep working.
 pub(crate) fn load_auth_file(path: &Path) -> (AuthFile, Option<String>) {
-    let text = match std::fs::read_to_string(path) {
+    // A link in the agent folder can lead to a FIFO or a device: neither is waited on.
+    let text = match tau_base::bounded::read_to_string(path, tau_base::bounded::CONFIG_CAP) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+        Err(BoundedReadError::NotFound) => {
             return (AuthFile::default(), None);
         }
         Err(err) => {
+            if matches!(
+                err,
+                BoundedReadError::NotRegular { .. } | BoundedReadError::TooLarge { .. }
+            ) {
+                // Said here: nothing else reports why `auth.json` was ignored, and without
+                // this the user's keys are silently gone.
+                tracing::warn!("ignoring {}: {err}", path.display());
+            }
             return (
                 AuthFile::default(),
                 Some(format!(
@@ -189,12 +199,18 @@ pub(crate) fn resolve_plain(value: &str, env: &dyn Fn(&str) -> Option<String>) -
         .filter(|v| !v.is_empty())
 }
 
-/// Runs `command` with `sh -c`, stdin closed and stderr discarded, and returns its trimmed
-/// stdout. A failed start, a non-zero exit, a timeout or empty output all give `None`.
-pub(crate) fn run_shell(command: &str, timeout: Duration) -> Option<String> {
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
+/// Runs `command` with `sh -c` in `dir`, stdin closed and stderr discarded, and returns its
+/// trimmed stdout. A failed start, a non-zero exit, a timeout or empty output all give `None`.
+/// `dir` is the agent folder the command was configured in, never the project: a relative
+/// name in the user's command (or a relative `PATH` entry) must not find a cloned
+/// repository's file (docs/security.md).
+pub(crate) fn run_shell(command: &str, dir: &std::path::Path, timeout: Duration) -> Option<String> {
+    let mut shell = Command::new("sh");
+    shell.arg("-c").arg(command);
+    if dir.is_dir() {
+        shell.current_dir(dir);
+    }
+    let mut child = shell
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -274,21 +290,46 @@ mod tests {
     #[test]
     fn shell_commands_give_trimmed_stdout_or_nothing() {
         assert_eq!(
-            run_shell("printf '  key-1 \\n\\n'", COMMAND_TIMEOUT).as_deref(),
+            run_shell(
+                "printf '  key-1 \\n\\n'",
+                std::path::Path::new("/"),
+                COMMAND_TIMEOUT
+            )
+            .as_deref(),
             Some("key-1")
         );
-        assert_eq!(run_shell("echo out; exit 3", COMMAND_TIMEOUT), None);
-        assert_eq!(run_shell("printf '   '", COMMAND_TIMEOUT), None);
-        assert_eq!(run_shell("echo oops >&2", COMMAND_TIMEOUT), None);
+        assert_eq!(
+            run_shell(
+                "echo out; exit 3",
+                std::path::Path::new("/"),
+                COMMAND_TIMEOUT
+            ),
+            None
+        );
+        assert_eq!(
+            run_shell("printf '   '", std::path::Path::new("/"), COMMAND_TIMEOUT),
+            None
+        );
+        assert_eq!(
+            run_shell("echo oops >&2", std::path::Path::new("/"), COMMAND_TIMEOUT),
+            None
+        );
         // stdin is closed: `cat` ends at once with nothing.
-        assert_eq!(run_shell("cat", COMMAND_TIMEOUT), None);
+        assert_eq!(
+            run_shell("cat", std::path::Path::new("/"), COMMAND_TIMEOUT),
+            None
+        );
     }
 
     #[test]
     fn shell_commands_time_out() {
         let start = Instant::now();
         assert_eq!(
-            run_shell("sleep 5; echo late", Duration::from_millis(200)),
+            run_shell(
+                "sleep 5; echo late",
+                std::path::Path::new("/"),
+                Duration::from_millis(200)
+            ),
             None
         );
         assert!(start.elapsed() < Duration::from_secs(3));
@@ -321,5 +362,15 @@ mod tests {
 
         let (auth, err) = load_auth_file(&dir.path().join("missing.json"));
         assert!(auth.entries.is_empty() && err.is_none());
+    }
+
+    #[test]
+    fn a_command_runs_in_the_folder_it_was_configured_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(
+            run_shell("pwd -P", dir.path(), COMMAND_TIMEOUT).as_deref(),
+            Some(real.to_str().unwrap())
+        );
     }
 }

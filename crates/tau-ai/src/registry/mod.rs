@@ -449,7 +449,7 @@ impl Registry {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         cache
             .entry(value.0.clone())
-            .or_insert_with(|| auth::run_shell(command, self.command_timeout))
+            .or_insert_with(|| auth::run_shell(command, &self.agent_dir, self.command_timeout))
             .clone()
     }
 
@@ -460,13 +460,15 @@ impl Registry {
         what: &dyn Fn() -> String,
     ) -> Result<Option<String>, KeyError> {
         match value.command() {
-            Some(command) => match auth::run_shell(command, self.command_timeout) {
-                Some(v) => Ok(Some(v)),
-                None => Err(KeyError::Command {
-                    what: what(),
-                    command: command.to_string(),
-                }),
-            },
+            Some(command) => {
+                match auth::run_shell(command, &self.agent_dir, self.command_timeout) {
+                    Some(v) => Ok(Some(v)),
+                    None => Err(KeyError::Command {
+                        what: what(),
+                        command: command.to_string(),
+                    }),
+                }
+            }
             None => Ok(auth::resolve_plain(&value.0, &*self.env)),
         }
     }

@@ -212,12 +212,13 @@ pub(crate) fn load(
     extra: &[(String, Value)],
 ) -> Result<Option<CustomConfig>, ModelsJsonError> {
     let file = path.display().to_string();
-    let mut value = match std::fs::read_to_string(path) {
+    // A link in the agent folder can lead to a FIFO or a device: neither is waited on.
+    let mut value = match tau_base::bounded::read_to_string(path, tau_base::bounded::CONFIG_CAP) {
         Ok(text) => parse_text(&text, &file)?,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound && extra.is_empty() => {
+        Err(tau_base::bounded::BoundedReadError::NotFound) if extra.is_empty() => {
             return Ok(None);
         }
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Value::Object(Map::new()),
+        Err(tau_base::bounded::BoundedReadError::NotFound) => Value::Object(Map::new()),
         Err(err) => {
             return Err(ModelsJsonError::Load {
                 message: err.to_string(),

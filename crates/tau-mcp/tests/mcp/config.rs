@@ -57,6 +57,7 @@ fn parses_the_claude_code_shapes() {
                 ("N".to_string(), "3".to_string())
             ]),
             cwd: Some(PathBuf::from("/tmp")),
+            inherit_env: Default::default(),
         })
     );
     assert_eq!(
@@ -254,6 +255,7 @@ fn higher_layers_replace_whole_entries() {
                 args: Vec::new(),
                 env: BTreeMap::new(),
                 cwd: None,
+                inherit_env: Default::default(),
             }),
         )
     };
@@ -321,4 +323,67 @@ proptest! {
             given.insert((server, tool), name);
         }
     }
+}
+
+fn stdio_of(parsed: &tau_mcp::ParsedServers, index: usize) -> &StdioConfig {
+    match &parsed.servers[index].config {
+        ServerConfig::Stdio(stdio) => stdio,
+        other => panic!("not stdio: {other:?}"),
+    }
+}
+
+#[test]
+fn inherit_env_passes_the_base_list_and_what_the_entry_names() {
+    let parsed = servers(
+        json!({
+            "base": {"command": "a"},
+            "named": {"command": "b", "inheritEnv": ["AWS_*", "NODE_EXTRA_CA_CERTS"]},
+            "all": {"command": "c", "inheritEnv": true},
+            "none": {"command": "d", "inheritEnv": false},
+            "bad": {"command": "e", "inheritEnv": "AWS_*"},
+            "bad_item": {"command": "f", "inheritEnv": ["", 3]}
+        }),
+        &env_of(&[]),
+    );
+    let reasons: Vec<String> = parsed.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        reasons,
+        [
+            "MCP server \"bad\": \"inheritEnv\" must be true, false or an array of variable names",
+            "MCP server \"bad_item\": \"inheritEnv[0]\" must be a variable name",
+        ]
+    );
+    let base = &stdio_of(&parsed, 0).inherit_env;
+    assert!(base.passes("PATH") && base.passes("HOME") && base.passes("LANG"));
+    assert!(!base.passes("OPENAI_API_KEY"));
+    let named = &stdio_of(&parsed, 1).inherit_env;
+    assert!(named.passes("AWS_PROFILE") && named.passes("NODE_EXTRA_CA_CERTS"));
+    assert!(!named.passes("NODE_EXTRA") && !named.passes("OPENAI_API_KEY"));
+    assert!(stdio_of(&parsed, 2).inherit_env.passes("OPENAI_API_KEY"));
+    assert!(!stdio_of(&parsed, 3).inherit_env.passes("OPENAI_API_KEY"));
+    for name in tau_mcp::BASE_ENV {
+        assert!(!name.contains("KEY") && !name.contains("TOKEN"), "{name}");
+    }
+}
+
+#[test]
+fn a_server_is_placed_in_the_folder_tau_chooses() {
+    let parsed = servers(
+        json!({
+            "plain": {"command": "npx", "args": ["-y", "pkg"]},
+            "relative": {"command": "./bin/server", "cwd": "srv"},
+            "absolute": {"command": "node", "args": ["x.js"], "cwd": "/opt/srv"}
+        }),
+        &env_of(&[]),
+    );
+    let dir = std::path::Path::new("/home/me/.pi/agent");
+    let placed: Vec<StdioConfig> = (0..3)
+        .map(|i| stdio_of(&parsed, i).clone().placed_in(dir))
+        .collect();
+    assert_eq!(placed[0].cwd.as_deref(), Some(dir));
+    assert_eq!(placed[0].command, "npx", "a bare name stays a PATH lookup");
+    assert_eq!(placed[1].cwd, Some(dir.join("srv")));
+    assert_eq!(placed[1].command, "/home/me/.pi/agent/srv/./bin/server");
+    assert_eq!(placed[2].cwd, Some(PathBuf::from("/opt/srv")));
+    assert_eq!(placed[2].args, ["x.js"]);
 }

@@ -32,6 +32,7 @@ fn stdio_command(name: &str, command: &str, args: &[&str]) -> McpServer {
             args: args.iter().map(|arg| arg.to_string()).collect(),
             env: BTreeMap::new(),
             cwd: None,
+            inherit_env: Default::default(),
         }),
     )
 }

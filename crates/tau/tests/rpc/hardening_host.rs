@@ -13,7 +13,7 @@ use crate::{ready_tau, tau};
 /// A Python extension (docs/extensions.md §7) registering the command `name`; it answers
 /// every other request with "nothing to say" and leaves `marker` (a file name) in its working
 /// directory when it starts, if given.
-fn python_extension(name: &str, marker: Option<&str>) -> String {
+pub(crate) fn python_extension(name: &str, marker: Option<&str>) -> String {
     let mark = marker.map_or_else(String::new, |m| format!("open({m:?}, 'w').close()\n"));
     format!(
         r#"import json, sys

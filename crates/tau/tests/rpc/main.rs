@@ -20,6 +20,8 @@ mod flags;
 mod framing;
 mod hardening_host;
 mod hardening_input;
+mod hardening_project;
+mod hardening_reads;
 mod input_path;
 mod lifecycle;
 mod mcp;
