@@ -738,12 +738,14 @@ impl RpcServer {
     ) {
         let sink = self.sink.clone();
         let pending = std::sync::Arc::clone(&self.responses_pending);
+        let answered = std::sync::Arc::clone(&self.command_answered);
         pending.send_modify(|n| *n += 1);
         tokio::spawn(async move {
             extensions.run_shortcut(&shortcut).await;
             extensions.actions_applied().await;
             sink.emit_line(done(id, name)).await;
             pending.send_modify(|n| *n = n.saturating_sub(1));
+            answered.notify_one();
         });
     }
 
@@ -772,6 +774,16 @@ impl RpcServer {
             model,
             services: Vec::new(),
         }
+    }
+
+    /// Nothing read before the end of input is left to do: no prompt held or queued behind
+    /// one, no extension command or shortcut unanswered, no run or compaction under way.
+    fn all_carried_out(&self) -> bool {
+        self.held.is_none()
+            && self.backlog.is_empty()
+            && self.commands_in_flight() == 0
+            && *self.responses_pending.borrow() == 0
+            && !self.session.runs().has_task()
     }
 
     /// Finishes pending work after stdin closed: the active run ends on its own, and a held
@@ -1536,12 +1548,18 @@ where
 
     tokio::pin!(shutdown);
     let command_answered = std::sync::Arc::clone(&server.command_answered);
+    // After the end of input the loop goes on without it until everything read before it is
+    // carried out (decision T118): the extension commands in flight, the actions they send,
+    // the runs those start, the prompts held and queued behind them.
+    let mut input_open = true;
     let reason = loop {
         tokio::select! {
             biased;
             code = &mut shutdown => break ExitReason::Signal(code),
             _ = &mut failed_rx => break ExitReason::OutputFailed,
-            () = server.run_finished(), if server.holds_prompt() => server.release_held().await,
+            () = server.run_finished(), if server.holds_prompt() || !input_open => {
+                server.release_held().await;
+            }
             // Before the end of start-up: what `session_start` handlers did is in place
             // before the commands that waited for it are handled, as in pi.
             Some(action) = async {
@@ -1573,8 +1591,8 @@ where
                 server.session.add_resource_paths(skills, prompts);
                 server.release_held().await;
             }
-            () = command_answered.notified(), if server.shutdown_requested => {}
-            line = in_rx.recv() => match line {
+            () = command_answered.notified(), if server.shutdown_requested || !input_open => {}
+            line = in_rx.recv(), if input_open => match line {
                 Some(line) if startup.is_some() => server.defer_line(&line).await,
                 Some(line) => {
                     server.handle_line(&line).await;
@@ -1588,11 +1606,18 @@ where
                     if let Some(extensions) = server.session.extension_binding().extensions() {
                         extensions.client_gone();
                     }
-                    break ExitReason::InputClosed;
+                    input_open = false;
                 }
             },
         }
         if server.shutdown_due() {
+            break ExitReason::InputClosed;
+        }
+        if !input_open
+            && startup.is_none()
+            && actions.as_ref().is_none_or(|actions| actions.is_empty())
+            && server.all_carried_out()
+        {
             break ExitReason::InputClosed;
         }
     };

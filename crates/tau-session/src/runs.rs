@@ -88,6 +88,11 @@ impl Runs {
             .clone()
     }
 
+    /// A run or compaction task exists, streaming or finishing its post-run work.
+    pub fn has_task(&self) -> bool {
+        self.active.is_some()
+    }
+
     /// The task has written its `agent_end` and is doing post-run work.
     pub(crate) fn in_post_run(&self) -> bool {
         self.active.as_ref().is_some_and(|run| {

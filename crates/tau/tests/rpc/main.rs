@@ -13,6 +13,7 @@ mod bash_command;
 mod cli;
 mod commands;
 mod compaction;
+mod eof_work;
 mod ext_session;
 mod extension_frames;
 mod extensions;

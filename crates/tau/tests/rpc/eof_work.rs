@@ -1,0 +1,289 @@
+//! End of input (issue 46, decision T118): everything read before stdin ends is carried out
+//! as it would be with stdin still open: extension commands, the runs they start, prompts and
+//! follow-ups queued, session writes, the end-of-session events. Each case pipes its commands
+//! and closes stdin at once, then runs the same commands with stdin held open until the work
+//! is done, and compares what came out and what the session file holds.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tau_mock_llm::{BackgroundMock, MockServer, Reply};
+use tau_test_kit::{Dirs, TauBuilder};
+
+use crate::{ready_tau, tau};
+
+fn fixture() -> String {
+    format!(
+        "{}/tests/fixtures/extensions/eof.ts",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn builder(mock: &BackgroundMock, dirs: &Dirs) -> TauBuilder {
+    tau()
+        .dirs(dirs.clone())
+        .agent_file("models.json", crate::mock_models(mock))
+        .arg("--session-dir")
+        .arg("sessions")
+        .arg("-e")
+        .arg(fixture())
+}
+
+/// What a record says, without what differs between two runs (ids, times, deltas).
+fn shape(record: &Value) -> Option<String> {
+    let kind = record["type"].as_str()?;
+    Some(match kind {
+        "ready" | "message_update" => return None,
+        "response" => format!(
+            "response {} {} {}",
+            record["command"].as_str().unwrap_or(""),
+            record["success"],
+            record["id"]
+        ),
+        "extension_ui_request" => format!(
+            "ui {} {}",
+            record["method"].as_str().unwrap_or(""),
+            record["message"].as_str().unwrap_or("")
+        ),
+        "message_end" | "message_start" => {
+            format!(
+                "{kind} {}",
+                record["message"]["role"].as_str().unwrap_or("")
+            )
+        }
+        other => other.to_string(),
+    })
+}
+
+/// The session file's entries, as type and text.
+fn session_entries(cwd: &Path) -> Vec<String> {
+    let dir = cwd.join("sessions");
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    // pi writes the file at the first assistant message: none before.
+    assert!(
+        files.len() <= 1,
+        "one session file in {}: {files:?}",
+        dir.display()
+    );
+    let Some(file) = files.first() else {
+        return Vec::new();
+    };
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let entry: Value = serde_json::from_str(line).unwrap();
+            let text = match entry["type"].as_str() {
+                Some("message") => format!(
+                    "{} {}",
+                    entry["message"]["role"].as_str().unwrap_or(""),
+                    serde_json::to_string(&entry["message"]["content"]).unwrap()
+                ),
+                Some("custom") => entry["data"].to_string(),
+                _ => String::new(),
+            };
+            format!("{} {text}", entry["type"].as_str().unwrap_or(""))
+        })
+        .collect()
+}
+
+fn ran(cwd: &Path) -> Vec<String> {
+    std::fs::read_to_string(cwd.join("ran.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// What one way of sending produced: the records' shapes, the session, the handlers' marks.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    records: Vec<String>,
+    session: Vec<String>,
+    ran: Vec<String>,
+}
+
+/// The commands piped and stdin closed at once.
+fn piped(commands: &[Value], replies: &[Reply]) -> Outcome {
+    let mock = MockServer::start_background().unwrap();
+    for reply in replies {
+        mock.push(reply.clone());
+    }
+    let dirs = Dirs::new();
+    let mut input = Vec::new();
+    for command in commands {
+        input.extend_from_slice(command.to_string().as_bytes());
+        input.push(b'\n');
+    }
+    let (status, stdout, stderr, dirs) = builder(&mock, &dirs).run(&input);
+    assert!(status.success(), "{stderr}");
+    let records = String::from_utf8_lossy(&stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|record| shape(&record))
+        .collect();
+    Outcome {
+        records,
+        session: session_entries(dirs.cwd()),
+        ran: ran(dirs.cwd()),
+    }
+}
+
+/// The same commands with stdin open until `done` says the work is over, then closed.
+fn held_open(commands: &[Value], replies: &[Reply], done: impl Fn(&Value) -> bool) -> Outcome {
+    let mock = MockServer::start_background().unwrap();
+    for reply in replies {
+        mock.push(reply.clone());
+    }
+    let dirs = Dirs::new();
+    let mut t = ready_tau(builder(&mock, &dirs));
+    for command in commands {
+        t.send(command);
+    }
+    t.wait_for("the work to be done", Duration::from_secs(30), |record| {
+        record.json.as_ref().is_some_and(&done)
+    });
+    t.close_stdin();
+    assert!(
+        t.wait_exit(Duration::from_secs(30)).success(),
+        "{}",
+        t.stderr()
+    );
+    t.drain(Duration::from_secs(5));
+    let records = t
+        .history()
+        .iter()
+        .filter_map(|record| record.json.as_ref())
+        .filter_map(shape)
+        .collect();
+    Outcome {
+        records,
+        session: session_entries(dirs.cwd()),
+        ran: ran(dirs.cwd()),
+    }
+}
+
+fn prompt(id: &str, message: &str) -> Value {
+    json!({"id": id, "type": "prompt", "message": message})
+}
+
+fn is_ui(message: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |record| record["type"] == "extension_ui_request" && record["message"] == message
+}
+
+#[test]
+fn an_extension_command_piped_before_the_end_runs_whole() {
+    let commands = [prompt("c1", "/hello world")];
+    let closed = piped(&commands, &[]);
+    assert_eq!(
+        closed.ran,
+        ["hello world", "session_shutdown"],
+        "{closed:?}"
+    );
+    assert!(
+        closed
+            .records
+            .contains(&"ui notify hello world".to_string()),
+        "{closed:?}"
+    );
+    let open = held_open(&commands, &[], |record| {
+        record["type"] == "response" && record["id"] == "c1"
+    });
+    assert_eq!(closed, open);
+}
+
+#[test]
+fn a_run_an_extension_command_starts_is_carried_out_before_the_exit() {
+    let commands = [prompt("c1", "/ask what is two and two")];
+    let replies = [Reply::text("four")];
+    let closed = piped(&commands, &replies);
+    let messages: Vec<&String> = closed
+        .session
+        .iter()
+        .filter(|entry| entry.starts_with("message"))
+        .collect();
+    assert_eq!(messages.len(), 2, "{closed:?}");
+    assert!(messages[0].contains("what is two and two"), "{closed:?}");
+    assert!(messages[1].contains("four"), "{closed:?}");
+    assert!(
+        closed.records.contains(&"agent_settled".to_string()),
+        "{closed:?}"
+    );
+    let open = held_open(&commands, &replies, |record| {
+        record["type"] == "agent_settled"
+    });
+    assert_eq!(closed, open);
+}
+
+#[test]
+fn prompts_and_follow_ups_queued_behind_a_command_all_run() {
+    let commands = [
+        prompt("c1", "/hello before"),
+        prompt("c2", "second"),
+        json!({"id": "c3", "type": "follow_up", "message": "third"}),
+        prompt("c4", "/hello after"),
+    ];
+    let replies = [Reply::text("one"), Reply::text("two")];
+    let closed = piped(&commands, &replies);
+    let users: Vec<&String> = closed
+        .session
+        .iter()
+        .filter(|entry| entry.starts_with("message user"))
+        .collect();
+    assert_eq!(users.len(), 2, "{closed:?}");
+    assert!(users[1].contains("third"), "{closed:?}");
+    let mut ran = closed.ran.clone();
+    ran.sort();
+    assert_eq!(ran, ["hello after", "hello before", "session_shutdown"]);
+    let open = held_open(&commands, &replies, |record| {
+        record["type"] == "agent_settled"
+    });
+    // With stdin open the last `agent_settled` is awaited; both ways must reach the same end.
+    assert_eq!(closed.session, open.session);
+    assert_eq!(closed.ran, open.ran);
+}
+
+#[test]
+fn stdin_closing_while_a_handler_runs_lets_it_finish() {
+    let commands = [prompt("c1", "/slow down")];
+    let mock = MockServer::start_background().unwrap();
+    let dirs = Dirs::new();
+    let mut t = ready_tau(builder(&mock, &dirs));
+    t.send(&commands[0]);
+    // The handler sleeps 400 ms; stdin ends while it does.
+    std::thread::sleep(Duration::from_millis(100));
+    t.close_stdin();
+    assert!(
+        t.wait_exit(Duration::from_secs(30)).success(),
+        "{}",
+        t.stderr()
+    );
+    t.drain(Duration::from_secs(5));
+    let records: Vec<String> = t
+        .history()
+        .iter()
+        .filter_map(|record| record.json.as_ref())
+        .filter_map(shape)
+        .collect();
+    assert!(
+        records.contains(&"ui notify slow down".to_string()),
+        "{records:?}"
+    );
+    assert!(
+        records.contains(&"response prompt true \"c1\"".to_string()),
+        "{records:?}"
+    );
+    assert_eq!(ran(dirs.cwd()), ["slow down", "session_shutdown"]);
+    let closed = Outcome {
+        records,
+        session: session_entries(dirs.cwd()),
+        ran: ran(dirs.cwd()),
+    };
+    let open = held_open(&commands, &[], is_ui("slow down"));
+    assert_eq!(closed.session, open.session);
+    assert_eq!(closed.ran, open.ran);
+}
