@@ -65,6 +65,26 @@ impl Translator {
                     SessionInfoUpdate::new().title(name.clone()),
                 )];
             }
+            // ACP has no update for it: a thought is shown beside the answer without joining
+            // its text (decision T119).
+            SessionEvent::SessionSaveStatus {
+                state,
+                error,
+                unsaved,
+                ..
+            } => {
+                let text = match state {
+                    tau_protocol::SessionSaveState::Failing => format!(
+                        "\n[tau] The session cannot be saved ({}); {} entries wait and are written as soon as the disk accepts them.\n",
+                        error.as_deref().unwrap_or("unknown error"),
+                        unsaved.unwrap_or(0)
+                    ),
+                    tau_protocol::SessionSaveState::Saved => {
+                        "\n[tau] The session is saved again.\n".to_string()
+                    }
+                };
+                return vec![SessionUpdate::AgentThoughtChunk(chunk(&text))];
+            }
             _ => return Vec::new(),
         };
         match event {

@@ -43,7 +43,7 @@ pub use model::{
 pub use modes::{InterruptMode, QueueMode};
 pub use session_event::{
     CompactionDetails, CompactionReason, CompactionResult, McpServerState, McpTransport,
-    SessionEvent, TodoReminderItem,
+    SessionEvent, SessionSaveState, TodoReminderItem,
 };
 pub use todos::{TodoItem, TodoPhase, TodoStatus};
 pub use tool_details::{TruncatedBy, Truncation};

@@ -88,6 +88,16 @@ pub enum McpServerState {
     Stopped,
 }
 
+/// Whether the session file holds everything (`session_save_status.state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionSaveState {
+    /// A write failed (a full disk, a removed folder): entries wait in memory.
+    Failing,
+    /// Writing works again: every waiting entry is in the file now.
+    Saved,
+}
+
 /// Everything a session emits, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
@@ -193,6 +203,21 @@ pub enum SessionEvent {
         /// Why, when `failed`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+    },
+    /// tau's own (decision T119): the session file could not be written (`failing`, once,
+    /// when the first write fails) or holds everything again (`saved`, once the entries that
+    /// waited are written). Nothing is lost meanwhile: the entries stay in the session and
+    /// are written, in order, by the next write that succeeds.
+    SessionSaveStatus {
+        state: SessionSaveState,
+        /// The session file.
+        file: String,
+        /// The system's reason, when `failing`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Entries not yet in the file, when `failing`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unsaved: Option<u64>,
     },
     /// An agent-run event, forwarded as is.
     #[serde(untagged)]

@@ -1633,6 +1633,7 @@ where
         ExitReason::Signal(_) => server.stop().await,
         ExitReason::OutputFailed => {}
     }
+    server.session().retry_save();
     if let Some(extensions) = server.session().extension_binding().extensions().cloned() {
         tau_session::extension_hooks::quit(&extensions, reason != ExitReason::OutputFailed).await;
     }

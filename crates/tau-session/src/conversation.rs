@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
-use tau_protocol::SessionEvent;
+use tau_protocol::{SessionEvent, SessionSaveState};
 
 use futures_util::future::BoxFuture;
 use tau_agent::{RunHost, convert_to_llm};
@@ -11,7 +11,7 @@ use tau_protocol::{AgentEvent, AgentMessage, AssistantMessage, Message, QueueMod
 
 use crate::EventSink;
 use crate::retry::{RetrySettings, RetryState, is_retryable_reply};
-use crate::store::{SessionStore, StoreError};
+use crate::store::{SaveState, SessionStore, StoreError};
 
 mod views;
 pub use views::SessionStats;
@@ -105,6 +105,80 @@ pub struct Conversation {
     /// The `running` flag of the session's current run task (see `runs.rs`), so that
     /// what acts outside the session's input loop knows whether a run streams.
     current_run: Mutex<Option<Arc<std::sync::atomic::AtomicBool>>>,
+    /// Who hears when the session file stops or starts being written again.
+    saves: Mutex<SaveWatch>,
+}
+
+/// What the client was last told of the session file (`session_save_status`).
+#[derive(Debug, Default)]
+struct SaveWatch {
+    events: Option<crate::outbound::WeakEventSink>,
+    failing: bool,
+}
+
+/// The session store, locked; when let go, a change in whether its file is written is told to
+/// the client (every write goes through one of these, so none is missed).
+pub(crate) struct StoreGuard<'a> {
+    store: MutexGuard<'a, SessionStore>,
+    saves: &'a Mutex<SaveWatch>,
+}
+
+impl std::ops::Deref for StoreGuard<'_> {
+    type Target = SessionStore;
+    fn deref(&self) -> &SessionStore {
+        &self.store
+    }
+}
+
+impl std::ops::DerefMut for StoreGuard<'_> {
+    fn deref_mut(&mut self) -> &mut SessionStore {
+        &mut self.store
+    }
+}
+
+impl Drop for StoreGuard<'_> {
+    fn drop(&mut self) {
+        let state = self.store.save_state();
+        let mut watch = self
+            .saves
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let failing = matches!(state, SaveState::Failing { .. });
+        if failing == watch.failing {
+            return;
+        }
+        watch.failing = failing;
+        let file = self
+            .store
+            .file_path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let event = match state {
+            SaveState::Failing { error, unsaved } => {
+                tracing::error!(
+                    "cannot write the session file {file}: {error}; {unsaved} entries wait"
+                );
+                SessionEvent::SessionSaveStatus {
+                    state: SessionSaveState::Failing,
+                    file,
+                    error: Some(error),
+                    unsaved: Some(unsaved as u64),
+                }
+            }
+            SaveState::Saved => {
+                tracing::info!("the session file {file} is written again");
+                SessionEvent::SessionSaveStatus {
+                    state: SessionSaveState::Saved,
+                    file,
+                    error: None,
+                    unsaved: None,
+                }
+            }
+        };
+        if let Some(events) = &watch.events {
+            events.emit_now(event);
+        }
+    }
 }
 
 impl Conversation {
@@ -115,7 +189,16 @@ impl Conversation {
             idle_cap: tau_ai::provider::IdleCap::default(),
             input_closed: std::sync::atomic::AtomicBool::new(false),
             current_run: Mutex::default(),
+            saves: Mutex::default(),
         }
+    }
+
+    /// Where `session_save_status` events go.
+    pub(crate) fn watch_saves(&self, events: &EventSink) {
+        self.saves
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .events = Some(events.downgrade());
     }
 
     /// True from the moment a prompt is accepted until its run has ended, as
@@ -164,20 +247,25 @@ impl Conversation {
 
     /// The session store. Never held together with [`Conversation::lock`] in the other
     /// order: state first, then store.
-    pub(crate) fn store(&self) -> MutexGuard<'_, SessionStore> {
-        self.store
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    pub(crate) fn store(&self) -> StoreGuard<'_> {
+        StoreGuard {
+            store: self
+                .store
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+            saves: &self.saves,
+        }
     }
 
-    /// Appends an entry, logging a failure: a full disk must not end the conversation, and
-    /// the entry stays in memory for the rest of the session.
+    /// Appends an entry. A failed write (a full disk) must not end the conversation: the
+    /// entry stays in the session and waits for the next write, and the client is told
+    /// through `session_save_status` when the guard is let go.
     pub(crate) fn persist<T>(
         &self,
         append: impl FnOnce(&mut SessionStore) -> Result<T, StoreError>,
     ) {
         if let Err(err) = append(&mut self.store()) {
-            tracing::error!("cannot write the session file: {err}");
+            tracing::debug!("session write failed: {err}");
         }
     }
 }

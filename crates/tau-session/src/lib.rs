@@ -42,7 +42,7 @@ pub use host_tools::{
     HostToolOutput, HostToolRegistry, RegisteredHostTool,
 };
 pub use models::{StartupModel, resolve_startup_model};
-pub use outbound::{EventSink, ExtensionOutlet, Outbound};
+pub use outbound::{EventSink, ExtensionOutlet, Outbound, WeakEventSink};
 pub use preferences::Preference;
 pub use session::{
     Admitted, AgentSession, BashRun, InputSource, Launch, NavigateOptions, NavigateOutcome,

@@ -44,6 +44,32 @@ impl EventSink {
         let _ = self.tx.send(Outbound::Event(Box::new(event))).await;
     }
 
+    /// Queues an event from code that cannot wait (a lock being let go): at once when the
+    /// channel has room, else from a task of its own. Only for events whose place relative
+    /// to the others does not matter.
+    pub fn emit_now(&self, event: SessionEvent) {
+        match self.tx.try_send(Outbound::Event(Box::new(event))) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(outbound)) => {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    let tx = self.tx.clone();
+                    runtime.spawn(async move {
+                        let _ = tx.send(outbound).await;
+                    });
+                }
+            }
+        }
+    }
+
+    /// A handle that does not keep the writer alive: the writer ends when the last
+    /// [`EventSink`] is gone, and a long-lived part of the session (the store's save watch)
+    /// must not hold it open.
+    pub fn downgrade(&self) -> WeakEventSink {
+        WeakEventSink {
+            tx: self.tx.downgrade(),
+        }
+    }
+
     /// Queues a typed record other than an event.
     pub async fn emit_record(&self, record: tau_protocol::rpc::OutboundRecord) {
         let _ = self.tx.send(Outbound::Record(Box::new(record))).await;
@@ -57,6 +83,21 @@ impl EventSink {
     /// Queues a record whose array is spliced in as it is written.
     pub async fn emit_spliced(&self, head: Vec<u8>, array: RawJsonArray, tail: Vec<u8>) {
         let _ = self.tx.send(Outbound::Spliced { head, array, tail }).await;
+    }
+}
+
+/// An [`EventSink`] that lets the writer end (see [`EventSink::downgrade`]).
+#[derive(Debug, Clone)]
+pub struct WeakEventSink {
+    tx: mpsc::WeakSender<Outbound>,
+}
+
+impl WeakEventSink {
+    /// [`EventSink::emit_now`], while the writer is there.
+    pub fn emit_now(&self, event: SessionEvent) {
+        if let Some(tx) = self.tx.upgrade() {
+            EventSink { tx }.emit_now(event);
+        }
     }
 }
 

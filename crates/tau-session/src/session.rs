@@ -203,6 +203,7 @@ impl AgentSession {
             crate::todos::clear_delay(&settings),
         );
         let conversation = Arc::new(Conversation::new(store));
+        conversation.watch_saves(&events);
         let preferences = Preferences::new(settings);
         conversation.set_queue_modes(preferences.queue_modes());
         let name = config.name.clone();
@@ -581,6 +582,14 @@ impl AgentSession {
     /// Starts the MCP servers (in parallel; this returns at once): their tools join the
     /// session's as each server lists them, and their states go out as `mcp_server_status`
     /// events. Call it inside the runtime, after `ready`, once per session.
+    /// Writes the entries a failed write left waiting, if the disk takes them now (the end of
+    /// the session: nothing else would try again).
+    pub fn retry_save(&self) {
+        if let Err(err) = self.conversation.store().retry_save() {
+            tracing::error!("the session file could not be completed: {err}");
+        }
+    }
+
     pub fn start_mcp(
         &mut self,
         servers: Vec<crate::mcp::McpServer>,

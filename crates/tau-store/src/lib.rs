@@ -72,6 +72,23 @@ pub struct SessionStore {
     /// The opened file ends in a torn line (a crash mid-write): the next line starts with a
     /// newline so it does not join the fragment.
     torn_tail: bool,
+    /// `entries[saved..]` are not on disk yet: a write failed (a full disk) and they wait, in
+    /// order, for the next write that succeeds.
+    saved: usize,
+    /// How many bytes of the file are whole lines tau wrote or read: a write that fails half
+    /// way is cut back to here, so no torn line stays between two whole ones.
+    file_len: u64,
+    /// Why the last write failed, while entries wait.
+    save_error: Option<String>,
+}
+
+/// Whether everything the session holds is on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SaveState {
+    /// Every entry is written (or nothing is due yet: no file before the first reply).
+    Saved,
+    /// The last write failed; `unsaved` entries wait for the next one that succeeds.
+    Failing { error: String, unsaved: usize },
 }
 
 impl SessionStore {
@@ -131,7 +148,29 @@ impl SessionStore {
             file: None,
             has_assistant: false,
             torn_tail: false,
+            saved: 0,
+            file_len: 0,
+            save_error: None,
         }
+    }
+
+    /// Whether everything is on disk, or what waits and why.
+    pub fn save_state(&self) -> SaveState {
+        match &self.save_error {
+            None => SaveState::Saved,
+            Some(error) => SaveState::Failing {
+                error: error.clone(),
+                unsaved: self.entries.len().saturating_sub(self.saved),
+            },
+        }
+    }
+
+    /// Tries again to write what waits (a timer's retry, the end of the session).
+    pub fn retry_save(&mut self) -> Result<(), StoreError> {
+        if self.save_error.is_none() {
+            return Ok(());
+        }
+        self.persist_pending()
     }
 
     /// Opens an existing session file for reading and appending, taking its lock. Older
@@ -176,10 +215,52 @@ impl SessionStore {
                 store.has_assistant = true;
             }
         }
+        store.join_broken_chain(path);
         store.leaf = store.entries.len().checked_sub(1);
         store.torn_tail = torn_tail;
+        store.saved = store.entries.len();
+        store.file_len = file.metadata().map_or(0, |m| m.len());
         store.file = Some(file);
         store
+    }
+
+    /// An entry whose parent is not in the file (a write that was lost, a file edited by
+    /// hand) would cut off everything before it from the leaf. It is joined to the entry
+    /// written just before it, so every entry of the file stays reachable (decision T119).
+    /// Only the tree in memory changes; the file keeps what it holds.
+    fn join_broken_chain(&mut self, path: &Path) {
+        let mut joined = 0usize;
+        let mut first = None;
+        for i in 0..self.entries.len() {
+            let dangling = self.entries[i]
+                .parent_id
+                .as_ref()
+                .is_some_and(|parent| !self.index.contains_key(parent));
+            if !dangling {
+                continue;
+            }
+            let previous = i.checked_sub(1).map(|p| self.entries[p].id.clone());
+            let entry = &mut self.entries[i];
+            if first.is_none() {
+                first = Some((
+                    entry.id.clone(),
+                    entry.parent_id.clone().unwrap_or_default(),
+                ));
+            }
+            entry.parent_id = previous;
+            joined += 1;
+        }
+        if let Some((id, parent)) = first {
+            let more = match joined {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            tracing::warn!(
+                "{}: entry {id} names a parent that is not in the file ({parent}); it is joined \
+                 to the entry before it{more}, so no earlier entry is lost",
+                path.display()
+            );
+        }
     }
 
     pub fn header(&self) -> &SessionHeader {
@@ -389,7 +470,9 @@ impl SessionStore {
         let assistant = is_assistant(&entry);
         self.push(entry);
         self.has_assistant |= assistant;
-        self.persist_last()?;
+        // The entry is in the tree whether or not it reached the disk; a failed write keeps
+        // it waiting with the ones before it, and the caller hears of the failure.
+        self.persist_pending()?;
         Ok(id)
     }
 
@@ -401,40 +484,58 @@ impl SessionStore {
     }
 
     /// rpc.md §7.3: nothing on disk before the first assistant message, then the whole file
-    /// at once, then one line per entry.
-    fn persist_last(&mut self) -> Result<(), StoreError> {
-        if self.file.is_some() {
-            let Some(entry) = self.entries.last() else {
-                return Ok(());
-            };
-            let mut line = entry.to_line().map_err(StoreError::Encode)?;
-            line.push('\n');
-            return self.write_line(&line);
+    /// at once, then one line per entry: every entry not yet written, in one write.
+    fn persist_pending(&mut self) -> Result<(), StoreError> {
+        let outcome = if self.file.is_some() {
+            self.write_pending_lines()
+        } else if self.has_assistant && self.path.is_some() {
+            self.write_whole_file()
+        } else {
+            return Ok(());
+        };
+        match &outcome {
+            Ok(()) => self.save_error = None,
+            Err(err) => self.save_error = Some(short_error(err)),
         }
-        if self.has_assistant && self.path.is_some() {
-            self.write_whole_file()?;
-        }
-        Ok(())
+        outcome
     }
 
-    fn write_line(&mut self, line: &str) -> Result<(), StoreError> {
+    fn write_pending_lines(&mut self) -> Result<(), StoreError> {
+        if self.saved >= self.entries.len() {
+            return Ok(());
+        }
         let (Some(file), Some(path)) = (self.file.as_mut(), self.path.as_ref()) else {
             return Ok(());
         };
-        let fresh;
-        let line = if std::mem::take(&mut self.torn_tail) {
-            fresh = format!("\n{line}");
-            fresh.as_str()
-        } else {
-            line
-        };
-        // One write of the full line, so a crash leaves at most a torn last line.
-        file.write_all(line.as_bytes())
-            .and_then(|()| file.flush())
-            .map_err(|source| StoreError::Io {
-                path: path.clone(),
-                source,
-            })
+        let mut lines = String::new();
+        if self.torn_tail {
+            lines.push('\n');
+        }
+        for entry in &self.entries[self.saved..] {
+            lines.push_str(&entry.to_line().map_err(StoreError::Encode)?);
+            lines.push('\n');
+        }
+        // One write of whole lines, so a crash leaves at most a torn last line.
+        match file.write_all(lines.as_bytes()).and_then(|()| file.flush()) {
+            Ok(()) => {
+                self.torn_tail = false;
+                self.file_len += lines.len() as u64;
+                self.saved = self.entries.len();
+                Ok(())
+            }
+            Err(source) => {
+                // What part of the write landed is cut off again: the next write starts
+                // after the last whole line. Should the cut fail too, the next write starts
+                // with a newline so the fragment stays a line of its own.
+                if file.set_len(self.file_len).is_err() {
+                    self.torn_tail = true;
+                }
+                Err(StoreError::Io {
+                    path: path.clone(),
+                    source,
+                })
+            }
+        }
     }
 
     fn write_whole_file(&mut self) -> Result<(), StoreError> {
@@ -462,8 +563,18 @@ impl SessionStore {
             .open(&path)
             .map_err(io_err)?;
         lock(&file, &path)?;
-        file.write_all(content.as_bytes()).map_err(io_err)?;
+        if let Err(err) = file
+            .write_all(content.as_bytes())
+            .and_then(|()| file.flush())
+        {
+            // Half a first write is no session file: removed, and made whole next time.
+            drop(file);
+            let _ = std::fs::remove_file(&path);
+            return Err(io_err(err));
+        }
         self.file = Some(file);
+        self.file_len = content.len() as u64;
+        self.saved = self.entries.len();
         Ok(())
     }
 
@@ -751,6 +862,14 @@ pub(crate) fn iso_to_ms(iso: &str) -> i64 {
 pub(crate) fn parsing_threads() -> usize {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
+}
+
+/// What a failed write says to the user: the system's reason, without the path they know.
+fn short_error(err: &StoreError) -> String {
+    match err {
+        StoreError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// Opens the session file at `path` for reading and appending, if it is a regular file. A FIFO

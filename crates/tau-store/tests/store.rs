@@ -820,3 +820,32 @@ fn discovery_reads_only_the_header_line() {
         Some(path)
     );
 }
+
+#[test]
+fn a_parent_missing_from_the_file_does_not_cut_off_what_came_before() {
+    // Turns written, then one lost (a full disk before this fix), then more: the entry after
+    // the gap names a parent the file never got.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = started(dir.path());
+    let path = s.file_path().unwrap().to_path_buf();
+    s.append_message(user("lost")).unwrap();
+    s.append_message(assistant("lost too")).unwrap();
+    s.append_message(user("after")).unwrap();
+    s.append_message(assistant("the gap")).unwrap();
+    drop(s);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.contains("\"lost"))
+        .collect();
+    std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+
+    let s = SessionStore::open(&path).unwrap();
+    assert_eq!(texts(&s), ["hello", "hi", "after", "the gap"]);
+    assert_eq!(s.entries().len(), 6);
+    // The file keeps what it holds: the repair is the tree's, in memory.
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        kept.join("\n") + "\n"
+    );
+}

@@ -353,6 +353,18 @@ impl App {
                 );
             }
             "extension_ui_request" => self.on_ui_request(record),
+            // The conversation goes on in memory; the user must know it is not kept.
+            "session_save_status" => match str_of(&record["state"]).as_str() {
+                "failing" => self.notice(
+                    format!(
+                        "The session cannot be saved ({}): {} entries wait and are written as soon as the disk accepts them",
+                        str_of(&record["error"]),
+                        record["unsaved"].as_u64().unwrap_or(0)
+                    ),
+                    NoticeKind::Error,
+                ),
+                _ => self.notice("The session is saved again", NoticeKind::Info),
+            },
             "session_info_changed" | "thinking_level_changed" | "model_select" => {
                 self.refresh_footer()
             }

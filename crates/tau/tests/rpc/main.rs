@@ -19,6 +19,7 @@ mod extension_frames;
 mod extensions;
 mod flags;
 mod framing;
+mod full_disk;
 mod hardening_host;
 mod hardening_input;
 mod hardening_project;
