@@ -218,6 +218,7 @@ impl Translator {
                 }
                 AgentMessage::ToolResult(result) => {
                     let result_value = AgentToolResult {
+                        extra: Default::default(),
                         content: result.content.clone(),
                         details: result.details.clone(),
                         terminate: None,

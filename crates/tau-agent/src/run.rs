@@ -370,6 +370,7 @@ fn empty_reply(model: &Model) -> AssistantMessage {
 
 fn text_result(text: String) -> AgentToolResult {
     AgentToolResult {
+        extra: Default::default(),
         content: vec![UserContentBlock::Text(TextContent {
             text,
             text_signature: None,

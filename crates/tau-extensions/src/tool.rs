@@ -44,9 +44,25 @@ impl ExtensionTool {
     }
 }
 
-/// The result shape of ext §5.3: a thrown error arrives as `isError`, which the agent loop
-/// reports from an `Err`.
-fn to_result(value: Value) -> Result<AgentToolResult, String> {
+/// The result shapes of ext §5.3: `{"result": {…}}` is the object the tool returned, kept
+/// key for key (its own `isError` included, which is no failure: nothing was thrown, as pi
+/// sees it); otherwise a thrown error arrives as `isError`, which the agent loop reports from
+/// an `Err`.
+fn to_result(mut value: Value) -> Result<AgentToolResult, String> {
+    if let Some(Value::Object(returned)) = value.get_mut("result").map(Value::take) {
+        let mut returned = returned;
+        let content = returned
+            .remove("content")
+            .unwrap_or(Value::Array(Vec::new()));
+        let details = returned.remove("details");
+        let terminate = returned.remove("terminate");
+        let shaped =
+            serde_json::json!({"content": content, "details": details, "terminate": terminate});
+        let mut result: AgentToolResult = serde_json::from_value(shaped)
+            .map_err(|err| format!("The extension's tool result is malformed: {err}"))?;
+        result.extra = returned;
+        return Ok(result);
+    }
     let is_error = value.get("isError").and_then(Value::as_bool) == Some(true);
     let result: AgentToolResult = serde_json::from_value(value)
         .map_err(|err| format!("The extension's tool result is malformed: {err}"))?;

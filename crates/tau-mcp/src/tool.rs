@@ -102,6 +102,7 @@ impl AgentTool for McpTool {
                     (None, None) => progress.progress.to_string(),
                 };
                 context.update(AgentToolResult {
+                    extra: Default::default(),
                     content: vec![text(line)],
                     details: Some(json!({
                         "progress": progress.progress,
@@ -148,6 +149,7 @@ pub fn map_result(result: CallToolResult) -> Result<AgentToolResult, String> {
         });
     }
     Ok(AgentToolResult {
+        extra: Default::default(),
         content,
         details: result
             .structured_content

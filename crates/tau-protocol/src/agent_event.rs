@@ -15,6 +15,11 @@ pub struct AgentToolResult {
     /// Set by a tool that ends the run after this batch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminate: Option<bool>,
+    /// Other keys an extension's tool returned (its own `isError: true`, say): pi keeps the
+    /// returned object whole in `tool_execution_end.result`, and so does tau (issue 39). The
+    /// model sees only `content`.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
 }
 
 /// One event of an agent run. A run is `agent_start … agent_end`; a turn is one assistant

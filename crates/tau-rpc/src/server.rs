@@ -119,6 +119,10 @@ pub struct RpcServer {
     /// A model-registry write left the extensions' mirror behind; refreshed at the end of
     /// the burst of actions it came in (`refresh_mirror`).
     mirror_stale: bool,
+    /// Bumped when an extension waits for the run (`waitForIdle`): a run held back until the
+    /// command that started it is answered starts at once, since that command now waits for
+    /// it (issue 39).
+    gate_release: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl RpcServer {
@@ -136,14 +140,21 @@ impl RpcServer {
             command_answered: std::sync::Arc::default(),
             responses_pending: std::sync::Arc::new(tokio::sync::watch::Sender::new(0)),
             mirror_stale: false,
+            gate_release: std::sync::Arc::new(tokio::sync::watch::Sender::new(0)),
         }
     }
 
-    /// Resolves once every extension command running has written its `prompt` response.
+    /// Resolves once every extension command running has written its `prompt` response, or
+    /// an extension waits for the run (then holding the run back would hang both).
     fn responses_written(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
         let mut pending = self.responses_pending.subscribe();
+        let mut released = self.gate_release.subscribe();
+        released.mark_unchanged();
         Box::pin(async move {
-            let _ = pending.wait_for(|n| *n == 0).await;
+            tokio::select! {
+                _ = pending.wait_for(|n| *n == 0) => {}
+                _ = released.changed() => {}
+            }
         })
     }
 
@@ -402,8 +413,15 @@ impl RpcServer {
                 Ok(Value::Null)
             }
             ExtensionAction::WaitForIdle => {
-                self.session.runs_mut().wait_idle().await;
-                Ok(Value::Null)
+                // Answered beside the loop: the run goes on, and what the extension does
+                // meanwhile (a `notify`, a `steer`) takes effect at once.
+                self.gate_release.send_modify(|n| *n += 1);
+                let idle = self.session.idle();
+                tokio::spawn(async move {
+                    idle.await;
+                    request.reply(Ok(Value::Null));
+                });
+                return;
             }
             // Carried out above: `compact` beside the loop, the session-only ones by the
             // session (where they arrive, or here when they queued), the rest of the session's

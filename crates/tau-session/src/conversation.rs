@@ -107,6 +107,8 @@ pub struct Conversation {
     current_run: Mutex<Option<Arc<std::sync::atomic::AtomicBool>>>,
     /// Who hears when the session file stops or starts being written again.
     saves: Mutex<SaveWatch>,
+    /// Told when a run task stops streaming (its `running` flag cleared).
+    run_ended: tokio::sync::Notify,
 }
 
 /// What the client was last told of the session file (`session_save_status`).
@@ -190,6 +192,28 @@ impl Conversation {
             input_closed: std::sync::atomic::AtomicBool::new(false),
             current_run: Mutex::default(),
             saves: Mutex::default(),
+            run_ended: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// The run task clears its `running` flag through this, so that [`Conversation::idle`]
+    /// wakes.
+    pub(crate) fn end_run(&self, running: &std::sync::atomic::AtomicBool) {
+        running.store(false, std::sync::atomic::Ordering::Release);
+        self.run_ended.notify_waiters();
+    }
+
+    /// Returns once no run streams (at once when none does): an extension's `waitForIdle`,
+    /// answered beside the input loop so the run it waits for can go on.
+    pub async fn idle(&self) {
+        loop {
+            let ended = self.run_ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if !self.is_streaming() {
+                return;
+            }
+            ended.await;
         }
     }
 

@@ -283,6 +283,7 @@ pub(crate) async fn tool_result(
     let is_error = event["isError"].as_bool().unwrap_or(is_error);
     (
         tau_protocol::AgentToolResult {
+            extra: Default::default(),
             content,
             details,
             terminate: result.terminate,

@@ -276,37 +276,39 @@ impl HostTool {
             .await;
         loop {
             tokio::select! {
-                biased;
-                () = context.cancel.cancelled() => {
-                    self.bridge.calls().remove(&id);
-                    let cancel = HostToolCancel { id: new_frame_id(), target_id: id };
-                    self.events.emit_record(OutboundRecord::HostToolCancel(cancel)).await;
-                    return Err(aborted());
-                }
-                Some(update) = updates_rx.recv() => {
-                    context.update(tau_protocol::AgentToolResult {
-                        content: update.content,
-                        details: update.details,
-                        terminate: None,
-                    });
-                }
-                result = &mut result_rx => {
-                    return match result {
-                        Ok((output, false)) => Ok(tau_protocol::AgentToolResult {
-                            content: output.content,
-                            details: output.details,
-                            terminate: None,
-                        }),
-                        Ok((output, true)) => {
-                            let text = tau_protocol::content::text_of(&output.content, "\n")
-                                .trim()
-                                .to_string();
-                            Err(if text.is_empty() { "Host tool execution failed".to_string() } else { text })
+                            biased;
+                            () = context.cancel.cancelled() => {
+                                self.bridge.calls().remove(&id);
+                                let cancel = HostToolCancel { id: new_frame_id(), target_id: id };
+                                self.events.emit_record(OutboundRecord::HostToolCancel(cancel)).await;
+                                return Err(aborted());
+                            }
+                            Some(update) = updates_rx.recv() => {
+                                context.update(tau_protocol::AgentToolResult {
+            extra: Default::default(),
+                                    content: update.content,
+                                    details: update.details,
+                                    terminate: None,
+                                });
+                            }
+                            result = &mut result_rx => {
+                                return match result {
+                                    Ok((output, false)) => Ok(tau_protocol::AgentToolResult {
+            extra: Default::default(),
+                                        content: output.content,
+                                        details: output.details,
+                                        terminate: None,
+                                    }),
+                                    Ok((output, true)) => {
+                                        let text = tau_protocol::content::text_of(&output.content, "\n")
+                                            .trim()
+                                            .to_string();
+                                        Err(if text.is_empty() { "Host tool execution failed".to_string() } else { text })
+                                    }
+                                    Err(_) => Err(DISCONNECTED.to_string()),
+                                };
+                            }
                         }
-                        Err(_) => Err(DISCONNECTED.to_string()),
-                    };
-                }
-            }
         }
     }
 }

@@ -284,7 +284,7 @@ async fn compact_then_deliver(
         }
         _ => {
             host.conversation.flush_held_back();
-            running.store(false, Ordering::Release);
+            host.conversation.end_run(&running);
         }
     }
 }
@@ -331,7 +331,7 @@ async fn drive(
         break;
     }
     host.conversation.flush_held_back();
-    running.store(false, Ordering::Release);
+    host.conversation.end_run(&running);
     host.events
         .emit(SessionEvent::AgentSettled {
             aborted: run_cancel.is_cancelled(),

@@ -273,6 +273,13 @@ impl AgentSession {
     pub fn conversation(&self) -> &Conversation {
         &self.conversation
     }
+
+    /// Resolves once no run streams; holds nothing of the session's borrow, so it can wait
+    /// beside the input loop.
+    pub fn idle(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let conversation = Arc::clone(&self.conversation);
+        async move { conversation.idle().await }
+    }
     /// The run task: whether one streams.
     pub fn runs(&self) -> &Runs {
         &self.runs

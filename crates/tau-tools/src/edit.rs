@@ -120,6 +120,7 @@ impl EditTool {
             replace_contents(&absolute, applied.bytes).await?;
         }
         Ok(AgentToolResult {
+            extra: Default::default(),
             content: vec![text_block(format!(
                 "Successfully replaced {count} block(s) in {path}."
             ))],

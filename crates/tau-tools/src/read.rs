@@ -230,6 +230,7 @@ fn text_result(
         (truncation.content, None)
     };
     Ok(AgentToolResult {
+        extra: Default::default(),
         content: vec![text_block(output)],
         details,
         terminate: None,
@@ -398,6 +399,7 @@ fn image_block(data: String, mime_type: String) -> UserContentBlock {
 
 fn result(content: Vec<UserContentBlock>) -> AgentToolResult {
     AgentToolResult {
+        extra: Default::default(),
         content,
         details: None,
         terminate: None,

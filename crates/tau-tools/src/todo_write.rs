@@ -469,6 +469,7 @@ impl TodoWriteTool {
             "memory"
         };
         Ok(AgentToolResult {
+            extra: Default::default(),
             content: vec![text_block(summary(&phases, &errors))],
             details: Some(json!({"phases": phases, "storage": storage})),
             terminate: None,

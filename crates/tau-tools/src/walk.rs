@@ -115,6 +115,7 @@ impl HeadOutput {
 /// A successful result with one text block.
 pub(crate) fn text_result(text: String, details: Map<String, Value>) -> AgentToolResult {
     AgentToolResult {
+        extra: Default::default(),
         content: vec![text_block(text)],
         // pi leaves `details` undefined rather than sending an empty object.
         details: (!details.is_empty()).then_some(Value::Object(details)),

@@ -75,6 +75,7 @@ impl WriteTool {
             replace_contents(&absolute, content.into_bytes()).await?;
         }
         Ok(AgentToolResult {
+            extra: Default::default(),
             content: vec![text_block(format!(
                 "Successfully wrote {written} bytes to {path}"
             ))],

@@ -147,6 +147,7 @@ export function createCommandContext(host, instance, scope) {
 		waitForIdle: async () => {
 			guard();
 			await act("wait_for_idle");
+			host.mirror.runEnded();
 		},
 		newSession: (options) => {
 			guard();

@@ -273,10 +273,11 @@ export async function executeTool(host, instance, frame, scope) {
 	};
 	try {
 		const result = await tool.execute(frame.toolCallId, frame.params ?? {}, scope.signal, onUpdate, createContext(host, instance, scope));
-		const answer = { content: result?.content ?? [] };
-		if (result?.details !== undefined) answer.details = result.details;
-		if (result?.terminate !== undefined) answer.terminate = result.terminate;
-		return answer;
+		// The returned object, whole: pi keeps every key of it (an `isError: true` the tool set
+		// itself included) in tool_execution_end, and only a throw is a failure.
+		const returned = result && typeof result === "object" ? { ...result } : {};
+		if (returned.content === undefined) returned.content = [];
+		return { result: returned };
 	} catch (err) {
 		return errorResult(errorMessage(err));
 	} finally {

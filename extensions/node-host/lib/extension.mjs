@@ -133,11 +133,14 @@ export class ExtensionInstance {
 				self.assertBound();
 				// Fire-and-forget as in pi; tau reports a failure as extension_error for `<runtime>`.
 				self.action("send_message", messageFields(message, options));
+				// A turn it triggers starts at once in pi: the handler reads isIdle() false next.
+				if (options?.triggerTurn) mirror.runStarting();
 			},
 			sendUserMessage(content, options) {
 				self.assertActive();
 				self.assertBound();
 				self.action("send_user_message", { content, deliverAs: options?.deliverAs });
+				mirror.runStarting();
 			},
 			appendEntry(customType, data) {
 				self.assertActive();

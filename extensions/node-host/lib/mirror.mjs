@@ -59,6 +59,19 @@ export class Mirror {
 		this.labelsCache = undefined;
 	}
 
+	/**
+	 * A message sent while idle starts a run, which pi marks at once: the extension's next read
+	 * of isIdle() says so before tau's next state arrives. tau's states since carry the truth.
+	 */
+	runStarting() {
+		this.isIdle = false;
+	}
+
+	/** tau answered waitForIdle: no run streams. */
+	runEnded() {
+		this.isIdle = true;
+	}
+
 	/** Applies a `state` object: present keys replace, absent keys keep (protocol §5). */
 	apply(state) {
 		if (!state || typeof state !== "object") return;

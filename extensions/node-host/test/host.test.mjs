@@ -310,7 +310,8 @@ describe("a small extension", () => {
 
 	test("execute_tool streams onUpdate as tool_update and answers the result", async () => {
 		const response = await host.request({ type: "execute_tool", extension: basic, toolCallId: "call-1", toolName: "echo", params: { text: "ab", times: 2 } });
-		assert.deepEqual(response.result, { content: [{ type: "text", text: "abab" }], details: { length: 2 } });
+		// The returned object, whole, under `result` (a throw is the other shape).
+		assert.deepEqual(response.result, { result: { content: [{ type: "text", text: "abab" }], details: { length: 2 } } });
 		const update = host.frames.find((f) => f.type === "tool_update" && f.id === response.id);
 		assert.deepEqual(update.partialResult, { content: [{ type: "text", text: "echoing call-1" }], details: { step: 1 } });
 		assert.ok(host.frames.indexOf(update) < host.frames.indexOf(response), "updates precede the result");
@@ -319,7 +320,7 @@ describe("a small extension", () => {
 	test("flags from tau reach getFlag", async () => {
 		host.send({ type: "flags", extension: basic, values: { shout: true } });
 		const result = await host.result({ type: "execute_tool", extension: basic, toolCallId: "call-2", toolName: "echo", params: { text: "ab" } });
-		assert.equal(result.content[0].text, "AB");
+		assert.equal(result.result.content[0].text, "AB");
 	});
 
 	test("a throwing tool is an error result", async () => {
@@ -337,7 +338,7 @@ describe("a small extension", () => {
 		assert.equal(host.frames.find((f) => f.type === "response" && f.id === id), undefined, "still running before cancel");
 		host.send({ type: "cancel", id });
 		const response = await host.waitFor((f) => f.type === "response" && f.id === id);
-		assert.deepEqual(response.result, { content: [{ type: "text", text: "aborted: true" }] });
+		assert.deepEqual(response.result, { result: { content: [{ type: "text", text: "aborted: true" }] } });
 	});
 
 	test("prepare_arguments runs the tool's prepareArguments", async () => {
@@ -652,9 +653,9 @@ describe("pi's examples load unmodified", () => {
 		});
 		await host.result(event(path, { type: "session_start", reason: "startup" }));
 		const added = await host.result({ type: "execute_tool", extension: path, toolCallId: "t1", toolName: "todo", params: { action: "add", text: "write tests" } });
-		assert.equal(added.content[0].text, "Added todo #1: write tests");
+		assert.equal(added.result.content[0].text, "Added todo #1: write tests");
 		const listed = await host.result({ type: "execute_tool", extension: path, toolCallId: "t2", toolName: "todo", params: { action: "list" } });
-		assert.equal(listed.content[0].text, "[ ] #1: write tests");
+		assert.equal(listed.result.content[0].text, "[ ] #1: write tests");
 		await host.close();
 	});
 

@@ -75,6 +75,7 @@ impl BashTool {
         };
         let timeout = parse_timeout(arguments.get("timeout"))?;
         on_update(AgentToolResult {
+            extra: Default::default(),
             content: Vec::new(),
             details: None,
             terminate: None,
@@ -106,6 +107,7 @@ impl BashTool {
             ShellStatus::Exited(_) | ShellStatus::Signaled(_) => {
                 let (text, details) = format_output(snapshot, "(no output)");
                 return Ok(AgentToolResult {
+                    extra: Default::default(),
                     content: vec![text_block(text)],
                     details,
                     terminate: None,
@@ -181,6 +183,7 @@ fn full_output_path(snapshot: &OutputSnapshot) -> String {
 /// A progress update: the tail so far, with its [`details`].
 fn progress(snapshot: &OutputSnapshot) -> AgentToolResult {
     AgentToolResult {
+        extra: Default::default(),
         content: vec![text_block(snapshot.truncation.content.clone())],
         details: Some(details(snapshot)),
         terminate: None,

@@ -432,6 +432,7 @@ async fn progress_is_streamed_and_throttled() {
     assert_eq!(
         updates[0],
         AgentToolResult {
+            extra: Default::default(),
             content: vec![],
             details: None,
             terminate: None
