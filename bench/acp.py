@@ -24,7 +24,7 @@ adapter cannot open a session (the bench checks that once and says so); 0.0.24 w
     mkdir -p /tmp/pi-acp-bench && cd /tmp/pi-acp-bench && npm init -y && npm install pi-acp@latest
     mkdir -p /tmp/pi-acp-old && cd /tmp/pi-acp-old && npm init -y && npm install pi-acp@0.0.24
 
-and pi 0.79 with ../shared/tools/install-pi.sh (into /tmp/pi-ref).
+and pi 0.79 with bench/reference/install-pi.sh (into /tmp/pi-ref).
 
 One run of a target, measured from this script (a Python client writing JSON-RPC lines; it
 decodes the reply's notifications in bulk rather than line by line, which would make it slower

@@ -5,7 +5,7 @@
 # none). tau loads TypeScript extensions through its Node host; pi loads them in-process.
 # Timed from spawn to the answer to `get_state` (bench/first-answer.py), not to the exit.
 #   bash bench/extension-load.sh      [PI_DIR=/tmp/pi-ref] [RUNS=10]
-# Needs, for the pi column, bash ../shared/tools/install-pi.sh.
+# Needs, for the pi column, bash bench/reference/install-pi.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pi_dir=${PI_DIR:-/tmp/pi-ref}

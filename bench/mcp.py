@@ -31,7 +31,7 @@ per server is made first and not counted.
 
 Needs: cargo build --profile dist -p tau -p tau-mock-llm (and tau-mcp's test server: the
 dist one if built, else target/debug/tau-mcp-test-server); pi 0.79 installed with
-../shared/tools/install-pi.sh into /tmp/pi-ref; the adapter with
+bench/reference/install-pi.sh into /tmp/pi-ref; the adapter with
 `npm install pi-mcp-adapter@2.36.0` in /tmp/pi-mcp-adapter. A target that is missing is
 left out, and the ratios with it.
 """

@@ -11,7 +11,7 @@ and, when installed, pi 0.79 itself in the same run.
     python3 bench/rpc-stream.py [--deltas 10000] [--pi /tmp/pi-ref] [--pi152 /tmp/pi-152] [--runs 5] [--only lean]
 
 pi 1.5.2 (lean `message_update`s by default) is the reference for tau's lean shape; install it
-like pi 0.79 with ../shared/tools/install-pi.sh, version and directory changed.
+with bash bench/reference/install-pi15.sh /tmp/pi-152 (it runs on Node 20 through a launcher).
 
 Each figure is the median of --runs runs (pi runs once: it takes seconds, not milliseconds).
 

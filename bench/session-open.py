@@ -313,7 +313,7 @@ def main():
         targets.append(("pi 0.79", [pi, "--mode", "rpc", "--session-dir", os.path.join(work, "sessions-pi")],
                         args.pi_runs))
     else:
-        print("pi not found under %s (bash ../shared/tools/install-pi.sh); skipped" % args.pi, file=sys.stderr)
+        print("pi not found under %s (bash bench/reference/install-pi.sh); skipped" % args.pi, file=sys.stderr)
     if args.only:
         targets = [t for t in targets if args.only in t[0]]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cold start of `tau --mode rpc` up to its get_state response (the process answers, sees EOF and
 # exits, so the whole run is measured), and peak resident memory of that run.
-# With the reference pi installed (bash ../shared/tools/install-pi.sh /tmp/pi-ref), pi 0.79 is
+# With the reference pi installed (bash bench/reference/install-pi.sh /tmp/pi-ref), pi 0.79 is
 # measured in the same run and the ratio reported.
 #   bash bench/startup.sh            [PI_DIR=/tmp/pi-ref] [RUNS=300] [PI_RUNS=10]
 set -euo pipefail

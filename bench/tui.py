@@ -14,7 +14,7 @@ API) with the same models.json.
 --code makes the reply one Rust code block (ten deltas a line), drawn highlighted.
 
 Needs `cargo build --profile dist -p tau -p tau-mock-llm` (done here) and, for the pi column,
-bash ../shared/tools/install-pi.sh.
+bash bench/reference/install-pi.sh.
 """
 
 import argparse

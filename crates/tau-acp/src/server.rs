@@ -147,11 +147,9 @@ impl Launcher {
     /// Every folder sessions are stored in: `cwd`'s first, then every project's.
     fn session_dirs(&self, cwd: Option<&Path>) -> Vec<PathBuf> {
         let mut dirs: Vec<PathBuf> = cwd.map(|cwd| self.session_dir(cwd)).into_iter().collect();
-        if let Ok(entries) = std::fs::read_dir(self.config.agent_dir.join("sessions")) {
-            for dir in entries.filter_map(Result::ok).map(|e| e.path()) {
-                if !dirs.contains(&dir) {
-                    dirs.push(dir);
-                }
+        for dir in tau_session::store::project_session_dirs(&self.config.agent_dir) {
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
             }
         }
         dirs
@@ -159,14 +157,10 @@ impl Launcher {
 
     /// The file of the session whose id is exactly `id`.
     fn find_session(&self, cwd: &Path, id: &str) -> Option<PathBuf> {
-        self.session_dirs(Some(cwd)).into_iter().find_map(|dir| {
-            std::fs::read_dir(dir)
-                .ok()?
-                .filter_map(Result::ok)
-                .map(|entry| entry.path())
-                .filter(|path| path.extension().and_then(|e| e.to_str()) == Some("jsonl"))
-                .find(|path| read_header(path).is_some_and(|header| header.id == id))
-        })
+        tau_session::store::list_sessions(&self.session_dirs(Some(cwd)), None)
+            .into_iter()
+            .find(|file| file.id == id)
+            .map(|file| file.path)
     }
 }
 
@@ -733,34 +727,11 @@ impl Server {
             Some(cwd) => vec![self.launcher.session_dir(cwd)],
             None => self.launcher.session_dirs(None),
         };
-        let mut found: Vec<(std::time::SystemTime, SessionInfo)> = Vec::new();
-        for dir in dirs {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.filter_map(Result::ok) {
-                let path = entry.path();
-                if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-                    continue;
-                }
-                let Some(header) = read_header(&path) else {
-                    continue;
-                };
-                if let Some(cwd) = &request.cwd
-                    && Path::new(&header.cwd) != cwd.as_path()
-                {
-                    continue;
-                }
-                let modified = entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
-                let info = SessionInfo::new(header.id, header.cwd).updated_at(rfc3339(modified));
-                found.push((modified, info));
-            }
-        }
-        found.sort_by_key(|found| std::cmp::Reverse(found.0));
-        ListSessionsResponse::new(found.into_iter().map(|(_, info)| info).collect())
+        let found = tau_session::store::list_sessions(&dirs, request.cwd.as_deref())
+            .into_iter()
+            .map(|file| SessionInfo::new(file.id, file.cwd).updated_at(rfc3339(file.modified)))
+            .collect();
+        ListSessionsResponse::new(found)
     }
 
     async fn prompt(
@@ -1088,12 +1059,6 @@ fn run_extension_command(
     });
 }
 
-/// The first line of a session file: its id and folder.
-struct Header {
-    id: String,
-    cwd: String,
-}
-
 /// `time` in UTC as ISO 8601 (`2026-11-26T04:35:08Z`), to the second.
 fn rfc3339(time: std::time::SystemTime) -> String {
     let secs = time
@@ -1116,28 +1081,6 @@ fn rfc3339(time: std::time::SystemTime) -> String {
         rest % 3600 / 60,
         rest % 60
     )
-}
-
-/// A session file's header line, read from a regular file only (a FIFO named `x.jsonl` in a
-/// session folder must not hang a listing) and only its first 64 KiB: a header is a few
-/// hundred bytes.
-fn read_header(path: &Path) -> Option<Header> {
-    let line = match tau_base::bounded::first_line(path, 64 * 1024) {
-        Ok(line) => line,
-        Err(e @ tau_base::bounded::BoundedReadError::NotRegular { .. }) => {
-            tracing::warn!("skipping session file {}: {e}", path.display());
-            return None;
-        }
-        Err(_) => return None,
-    };
-    let value: Value = serde_json::from_slice(&line).ok()?;
-    if value.get("type")?.as_str()? != "session" {
-        return None;
-    }
-    Some(Header {
-        id: value.get("id")?.as_str()?.to_string(),
-        cwd: value.get("cwd")?.as_str()?.to_string(),
-    })
 }
 
 #[cfg(test)]

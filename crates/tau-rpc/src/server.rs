@@ -11,7 +11,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tau_protocol::ImageContent;
 use tau_protocol::extension::ExtensionAction;
-use tau_protocol::extension_event::{CancelResult, ExtensionEvent, take_result};
+use tau_protocol::extension_event::ExtensionEvent;
+use tau_session::replacing::Replaced;
 use tau_session::{
     AgentSession, EventSink, InputSource, Outbound, Preference, QueueAs, Replacement, SessionError,
     Submitted,
@@ -365,23 +366,19 @@ impl RpcServer {
             // The command context's session calls (ext §4.2), as the RPC commands with the same
             // extension events around them.
             ExtensionAction::NewSession { parent_session } => {
-                let mut command = json!({"type": "new_session"});
-                if let Some(parent) = parent_session {
-                    command["parentSession"] = parent.into();
-                }
-                self.session_action(command, "new_session").await
+                self.session_action(Replacement::New { parent_session })
+                    .await
             }
             ExtensionAction::SwitchSession { session_path } => {
-                let command = json!({"type": "switch_session", "sessionPath": session_path});
-                self.session_action(command, "switch_session").await
+                self.session_action(Replacement::Switch(session_path)).await
             }
             ExtensionAction::Fork { entry_id, position } => {
-                let command = if position.as_deref() == Some("at") {
-                    json!({"type": "clone"})
+                let how = if position.as_deref() == Some("at") {
+                    Replacement::Clone
                 } else {
-                    json!({"type": "fork", "entryId": entry_id.unwrap_or_default()})
+                    Replacement::Fork(entry_id.unwrap_or_default())
                 };
-                self.session_action(command, "fork").await
+                self.session_action(how).await
             }
             ExtensionAction::NavigateTree {
                 target_id,
@@ -416,9 +413,9 @@ impl RpcServer {
                 // Answered beside the loop: the run goes on, and what the extension does
                 // meanwhile (a `notify`, a `steer`) takes effect at once.
                 self.gate_release.send_modify(|n| *n += 1);
-                let idle = self.session.idle();
+                let conversation = std::sync::Arc::clone(self.session.conversation());
                 tokio::spawn(async move {
-                    idle.await;
+                    conversation.idle().await;
                     request.reply(Ok(Value::Null));
                 });
                 return;
@@ -523,7 +520,8 @@ impl RpcServer {
         )
         .await;
         self.session.reload_resources();
-        self.restart_extensions(
+        tau_session::replacing::restart_extensions(
+            &mut self.session,
             &extensions,
             "reload",
             ExtensionEvent::SessionStart {
@@ -536,44 +534,15 @@ impl RpcServer {
         .await;
     }
 
-    /// New extension instances for the session as it now is (`reinitialize` with `reason`),
-    /// then `start` (`session_start`) and `resources_discover`, whose paths join the session's
-    /// sources: what follows a session replacement and a reload alike.
-    async fn restart_extensions(
-        &mut self,
-        extensions: &tau_extensions::Extensions,
-        reason: &str,
-        start: Value,
-        discover_reason: &str,
-    ) {
-        self.session.refresh_extension_state();
-        extensions.reinitialize(reason).await;
-        tau_session::extension_hooks::notify(extensions, start).await;
-        let (skills, prompts) = tau_session::extension_hooks::resources_discover(
-            extensions,
-            self.session.workspace().cwd(),
-            discover_reason,
-        )
-        .await;
-        self.session.add_resource_paths(skills, prompts);
-    }
-
-    /// `ctx.newSession()`, `ctx.switchSession()`, `ctx.fork()`: the RPC command of the same
-    /// name, answered with its `data` (`{"cancelled"}`).
-    async fn session_action(&mut self, command: Value, action: &str) -> Result<Value, String> {
-        let Inbound::Command { command, .. } = parse_line(command.to_string().as_bytes()) else {
-            return Err(format!("{action}: malformed arguments"));
-        };
-        let line = match self.dispatch(None, command).await {
-            Some(line) => line,
-            None => return Ok(Value::Null),
-        };
-        let response: Value = serde_json::from_slice(&line).map_err(|e| e.to_string())?;
-        if response["success"] == Value::Bool(true) {
-            Ok(json!({"cancelled": response["data"]["cancelled"].as_bool().unwrap_or(false)}))
-        } else {
-            Err(response["error"].as_str().unwrap_or("failed").to_string())
-        }
+    /// `ctx.newSession()`, `ctx.switchSession()`, `ctx.fork()`: the same replacement as the
+    /// RPC command, answered with `{"cancelled"}`.
+    async fn session_action(&mut self, how: Replacement) -> Result<Value, String> {
+        self.session.settle();
+        let cancel = self.interrupt.current();
+        tau_session::replacing::replace(&mut self.session, how, &cancel)
+            .await
+            .map(|replaced| json!({"cancelled": replaced.cancelled()}))
+            .map_err(|err| err.to_string())
     }
 
     /// `pi.sendUserMessage` (ext §7.5): a prompt from the extension; while a run streams it
@@ -615,97 +584,44 @@ impl RpcServer {
         }
     }
 
-    /// A session replacement with extensions loaded (ext §3.3): `session_before_switch` or
-    /// `session_before_fork` (the first `cancel` stops it), `session_shutdown`, the change,
-    /// then `session_start` for the new session.
-    async fn replace_session(
-        &mut self,
-        extensions: &tau_extensions::Extensions,
-        id: Option<Value>,
-        command: RpcCommand,
-    ) -> Vec<u8> {
+    /// A session-replacing command (`new_session`, `switch_session`, `fork`, `branch`,
+    /// `clone`) through the core's one replacement (`tau_session::replacing`), answered as
+    /// pi answers it.
+    async fn replace_session(&mut self, id: Option<Value>, command: RpcCommand) -> Vec<u8> {
         let name = command.name();
-        let leaf = self.session.conversation().leaf_id();
-        let fork_before = |entry_id: &str| {
-            let event = ExtensionEvent::SessionBeforeFork {
-                entry_id,
-                position: "before",
-            };
-            (event.to_value(), "fork", None)
+        let how = match command {
+            RpcCommand::NewSession(c) => Replacement::New {
+                parent_session: c.parent_session,
+            },
+            RpcCommand::SwitchSession(c) => Replacement::Switch(c.session_path),
+            RpcCommand::Fork(c) => Replacement::Fork(c.entry_id),
+            RpcCommand::Branch(c) => Replacement::Branch(c.entry_id),
+            RpcCommand::Clone(_) => Replacement::Clone,
+            _ => return fail(id, name, "not a session replacement"),
         };
-        let (before, reason, target) = match &command {
-            RpcCommand::NewSession(_) => (
-                ExtensionEvent::SessionBeforeSwitch {
-                    reason: "new",
-                    target_session_file: None,
-                }
-                .to_value(),
-                "new",
-                None,
+        let forks = matches!(how, Replacement::Fork(_) | Replacement::Branch(_));
+        let cancel = self.interrupt.current();
+        match tau_session::replacing::replace(&mut self.session, how, &cancel).await {
+            Ok(Replaced::Cancelled) if forks => ok(
+                id,
+                name,
+                &ForkData {
+                    text: None,
+                    cancelled: true,
+                },
             ),
-            RpcCommand::SwitchSession(c) => (
-                ExtensionEvent::SessionBeforeSwitch {
-                    reason: "resume",
-                    target_session_file: Some(&c.session_path),
-                }
-                .to_value(),
-                "resume",
-                Some(c.session_path.clone()),
+            Ok(Replaced::Cancelled) => ok(id, name, &CancelledData { cancelled: true }),
+            Ok(Replaced::Done(text)) if forks => ok(
+                id,
+                name,
+                &ForkData {
+                    text: Some(text),
+                    cancelled: false,
+                },
             ),
-            RpcCommand::Fork(c) => fork_before(&c.entry_id),
-            RpcCommand::Branch(c) => fork_before(&c.entry_id),
-            _ => (
-                ExtensionEvent::SessionBeforeFork {
-                    entry_id: leaf.as_deref().unwrap_or_default(),
-                    position: "at",
-                }
-                .to_value(),
-                "fork",
-                None,
-            ),
-        };
-        let mut cancelled = false;
-        extensions
-            .emit(before, Some(&self.interrupt.current()), |_, result| {
-                if take_result::<CancelResult>(result).cancel == Some(true) {
-                    cancelled = true;
-                    return std::ops::ControlFlow::Break(());
-                }
-                std::ops::ControlFlow::Continue(())
-            })
-            .await;
-        if cancelled {
-            return match command {
-                RpcCommand::Fork(_) | RpcCommand::Branch(_) => ok(
-                    id,
-                    name,
-                    &ForkData {
-                        text: None,
-                        cancelled: true,
-                    },
-                ),
-                _ => ok(id, name, &CancelledData { cancelled: true }),
-            };
+            Ok(Replaced::Done(_)) => ok(id, name, &CancelledData { cancelled: false }),
+            Err(err) => fail(id, name, err),
         }
-        let previous_id = self.session.conversation().session_id();
-        let previous_file = self.session.conversation().session_file();
-        let shutdown = ExtensionEvent::SessionShutdown {
-            reason,
-            target_session_file: target.as_deref(),
-        };
-        tau_session::extension_hooks::notify(extensions, shutdown.to_value()).await;
-        let reply = self.dispatch_simple(id, command).await;
-        self.session.settle();
-        if self.session.conversation().session_id() != previous_id {
-            let previous_file = previous_file.map(|file| file.display().to_string());
-            let start = ExtensionEvent::SessionStart {
-                reason,
-                previous_session_file: previous_file.as_deref(),
-            };
-            self.restart_extensions(extensions, reason, start.to_value(), "startup")
-                .await;
-        }
-        reply
     }
 
     /// The extension command a prompt invokes (`/name args`, ext §6.1), if any.
@@ -911,17 +827,15 @@ impl RpcServer {
         }
         self.session.settle();
         let name = command.name();
-        if let Some(extensions) = self.session.extension_binding().extensions().cloned()
-            && matches!(
-                command,
-                RpcCommand::NewSession(_)
-                    | RpcCommand::SwitchSession(_)
-                    | RpcCommand::Fork(_)
-                    | RpcCommand::Branch(_)
-                    | RpcCommand::Clone(_)
-            )
-        {
-            return Some(self.replace_session(&extensions, id, command).await);
+        if matches!(
+            command,
+            RpcCommand::NewSession(_)
+                | RpcCommand::SwitchSession(_)
+                | RpcCommand::Fork(_)
+                | RpcCommand::Branch(_)
+                | RpcCommand::Clone(_)
+        ) {
+            return Some(self.replace_session(id, command).await);
         }
         match command {
             RpcCommand::Prompt(c) => {
@@ -1186,38 +1100,11 @@ impl RpcServer {
             | RpcCommand::AbortAndPrompt(_)
             | RpcCommand::Abort(_)
             | RpcCommand::AbortRetry(_) => fail(id, name, "dispatched before this point"),
-            RpcCommand::NewSession(c) => {
-                let new = Replacement::New {
-                    parent_session: c.parent_session,
-                };
-                match session.replace_session(new).await {
-                    Ok(_) => ok(id, name, &CancelledData { cancelled: false }),
-                    Err(err) => fail(id, name, err),
-                }
-            }
-            RpcCommand::SwitchSession(c) => match session
-                .replace_session(Replacement::Switch(c.session_path))
-                .await
-            {
-                Ok(_) => ok(id, name, &CancelledData { cancelled: false }),
-                Err(err) => fail(id, name, err),
-            },
-            RpcCommand::Fork(c) => forked(
-                id,
-                name,
-                session.replace_session(Replacement::Fork(c.entry_id)).await,
-            ),
-            RpcCommand::Branch(c) => forked(
-                id,
-                name,
-                session
-                    .replace_session(Replacement::Branch(c.entry_id))
-                    .await,
-            ),
-            RpcCommand::Clone(_) => match session.replace_session(Replacement::Clone).await {
-                Ok(_) => ok(id, name, &CancelledData { cancelled: false }),
-                Err(err) => fail(id, name, err),
-            },
+            RpcCommand::NewSession(_)
+            | RpcCommand::SwitchSession(_)
+            | RpcCommand::Fork(_)
+            | RpcCommand::Branch(_)
+            | RpcCommand::Clone(_) => fail(id, name, "dispatched before this point"),
             RpcCommand::GetForkMessages(_) | RpcCommand::GetBranchMessages(_) => ok(
                 id,
                 name,
@@ -1367,20 +1254,6 @@ fn state_of(session: &AgentSession) -> RpcSessionState {
 }
 
 /// `fork` and `branch` answer alike.
-fn forked(id: Option<Value>, command: &str, outcome: Result<String, SessionError>) -> Vec<u8> {
-    match outcome {
-        Ok(text) => ok(
-            id,
-            command,
-            &ForkData {
-                text: Some(text),
-                cancelled: false,
-            },
-        ),
-        Err(err) => fail(id, command, err),
-    }
-}
-
 fn stats_of(session: &AgentSession) -> SessionStats {
     let conversation = session.conversation();
     let stats = conversation.stats(session.models().model());
@@ -1651,7 +1524,7 @@ where
         ExitReason::Signal(_) => server.stop().await,
         ExitReason::OutputFailed => {}
     }
-    server.session().retry_save();
+    server.session().conversation().retry_save();
     if let Some(extensions) = server.session().extension_binding().extensions().cloned() {
         tau_session::extension_hooks::quit(&extensions, reason != ExitReason::OutputFailed).await;
     }

@@ -203,6 +203,14 @@ impl Conversation {
         self.run_ended.notify_waiters();
     }
 
+    /// Writes the entries a failed write left waiting, if the disk takes them now (the end of
+    /// the session: nothing else would try again).
+    pub fn retry_save(&self) {
+        if let Err(err) = self.store().retry_save() {
+            tracing::error!("the session file could not be completed: {err}");
+        }
+    }
+
     /// Returns once no run streams (at once when none does): an extension's `waitForIdle`,
     /// answered beside the input loop so the run it waits for can go on.
     pub async fn idle(&self) {

@@ -18,7 +18,7 @@ use tau_protocol::{AgentEvent, AgentMessage, SessionEvent};
 
 use crate::EventSink;
 use crate::conversation::{Conversation, Queued};
-use crate::session::SessionError;
+use crate::error::SessionError;
 
 /// Carries out the session-only actions for the extensions' reader tasks.
 pub(crate) struct ImmediateActions {

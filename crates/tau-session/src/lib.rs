@@ -7,9 +7,11 @@
 //! store (`tau-store`) and the resources read from disk (`tau-resources`) are crates of their
 //! own, re-exported here under their old names.
 
+mod bash_commands;
 pub mod compaction;
 mod compactor;
 mod conversation;
+mod error;
 pub mod export_html;
 mod extension_actions;
 pub mod extension_binding;
@@ -21,6 +23,7 @@ pub mod model_choice;
 pub mod models;
 mod outbound;
 pub mod preferences;
+pub mod replacing;
 pub mod retry;
 pub mod runs;
 mod session;

@@ -20,6 +20,7 @@ use tau_protocol::{
 
 use crate::compactor::{CompactDone, ManualCompaction, Summarizer};
 use crate::conversation::Conversation;
+pub use crate::error::SessionError;
 use crate::extension_binding::{ExtensionBinding, SessionKeys};
 use crate::model_choice::{Changed, ModelChoice};
 use crate::preferences::{Preference, Preferences};
@@ -27,7 +28,7 @@ use crate::runs::{RunServices, Runs};
 use crate::store::SessionStore;
 use crate::tool_selection::{NextCall, ToolSet, tool_env};
 use crate::workspace::Workspace;
-use crate::{EventSink, HostToolDefinition, HostToolError, Settings, StartupModel};
+use crate::{EventSink, HostToolDefinition, Settings, StartupModel};
 
 pub(crate) mod bash;
 mod files;
@@ -77,38 +78,6 @@ pub struct SessionConfig {
     /// `--skill`, `--prompt-template`, the flags that turn resources off, and how far the
     /// project is trusted.
     pub resources: crate::resources::ResourceOptions,
-}
-
-/// Errors of session operations; the text is what the RPC client sees.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SessionError {
-    #[error("Session name cannot be empty")]
-    EmptySessionName,
-    /// `set_model` named a model that does not exist or has no credentials.
-    #[error("Model not found: {provider}/{id}")]
-    ModelNotFound { provider: String, id: String },
-    #[error(transparent)]
-    HostTool(#[from] HostToolError),
-    /// A prompt without `streamingBehavior` while a run streams (pi's text).
-    #[error(
-        "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
-    )]
-    Busy,
-    /// No key for the model's provider.
-    #[error(
-        "No API key found for {0}.\n\nSet the provider's API key environment variable, add it to auth.json, or pass --api-key together with --model."
-    )]
-    NoApiKey(String),
-    /// A session-file operation failed; the text is the client's error message.
-    #[error("{0}")]
-    Store(String),
-    /// A configured key could not be produced (a failing `!command`, an OAuth entry, …).
-    #[error("{0}")]
-    Credentials(String),
-    /// An MCP prompt command (`/mcp:<server>:<prompt>`) could not be expanded: a required
-    /// argument is missing, or the server failed to give the prompt.
-    #[error("{0}")]
-    McpPrompt(String),
 }
 
 /// How a prompt that arrives during a run is queued.
@@ -270,15 +239,9 @@ impl AgentSession {
         &self.extensions
     }
     /// The context, the queues and the session file, to read.
-    pub fn conversation(&self) -> &Conversation {
+    /// Shared: a waiter beside the input loop (`Conversation::idle`) holds its own handle.
+    pub fn conversation(&self) -> &Arc<Conversation> {
         &self.conversation
-    }
-
-    /// Resolves once no run streams; holds nothing of the session's borrow, so it can wait
-    /// beside the input loop.
-    pub fn idle(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let conversation = Arc::clone(&self.conversation);
-        async move { conversation.idle().await }
     }
     /// The run task: whether one streams.
     pub fn runs(&self) -> &Runs {
@@ -589,14 +552,6 @@ impl AgentSession {
     /// Starts the MCP servers (in parallel; this returns at once): their tools join the
     /// session's as each server lists them, and their states go out as `mcp_server_status`
     /// events. Call it inside the runtime, after `ready`, once per session.
-    /// Writes the entries a failed write left waiting, if the disk takes them now (the end of
-    /// the session: nothing else would try again).
-    pub fn retry_save(&self) {
-        if let Err(err) = self.conversation.store().retry_save() {
-            tracing::error!("the session file could not be completed: {err}");
-        }
-    }
-
     pub fn start_mcp(
         &mut self,
         servers: Vec<crate::mcp::McpServer>,

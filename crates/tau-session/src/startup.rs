@@ -130,10 +130,9 @@ fn locate(
     }
     find_by_id_prefix(dir, arg, filter)
         .or_else(|| {
-            let projects = std::fs::read_dir(config.agent_dir.join("sessions")).ok()?;
-            projects
-                .filter_map(Result::ok)
-                .find_map(|project| find_by_id_prefix(&project.path(), arg, None))
+            crate::store::project_session_dirs(&config.agent_dir)
+                .iter()
+                .find_map(|project| find_by_id_prefix(project, arg, None))
         })
         .ok_or_else(|| format!("No session found matching '{arg}'"))
 }

@@ -109,7 +109,7 @@ pub struct ToolSet {
     events: EventSink,
     /// RPC `bash` commands in flight (they run in the tools' environment), and their temp
     /// files.
-    bash_commands: Arc<crate::session::bash::BashCommands>,
+    bash_commands: Arc<crate::bash_commands::BashCommands>,
     /// The MCP servers, once started.
     mcp: Option<McpServers>,
     /// Where the file tools read and write text files instead of the disk (ACP mode's
@@ -222,7 +222,7 @@ impl ToolSet {
         self.bash_commands.abort_newest();
     }
 
-    pub(crate) fn bash_commands(&self) -> &Arc<crate::session::bash::BashCommands> {
+    pub(crate) fn bash_commands(&self) -> &Arc<crate::bash_commands::BashCommands> {
         &self.bash_commands
     }
 

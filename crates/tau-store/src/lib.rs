@@ -12,7 +12,9 @@ mod load;
 pub mod paths;
 
 pub use deferred::{DeferredOpen, LONG_FILE_BYTES, OpenedFile, RawJsonArray};
-pub use discover::{find_by_id_prefix, most_recent_in};
+pub use discover::{
+    SessionFile, find_by_id_prefix, list_sessions, most_recent_in, project_session_dirs,
+};
 pub use entry::{CURRENT_VERSION, EntryKind, SessionEntry, SessionHeader};
 
 use chrono::{DateTime, Utc};

@@ -849,3 +849,36 @@ fn a_parent_missing_from_the_file_does_not_cut_off_what_came_before() {
         kept.join("\n") + "\n"
     );
 }
+
+#[test]
+fn sessions_are_listed_from_several_folders_newest_first() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let older = started(a.path());
+    let older_path = older.file_path().unwrap().to_path_buf();
+    drop(older);
+    let mut other = SessionStore::create(b.path(), Path::new("/elsewhere"), None);
+    other.append_message(user("q")).unwrap();
+    other.append_message(assistant("a")).unwrap();
+    let other_path = other.file_path().unwrap().to_path_buf();
+    drop(other);
+    // Make the first one clearly older.
+    let then = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(&older_path)
+        .unwrap()
+        .set_modified(then)
+        .unwrap();
+    std::fs::write(a.path().join("notes.jsonl"), "not a session\n").unwrap();
+    let dirs = [a.path().to_path_buf(), b.path().to_path_buf()];
+    let all: Vec<PathBuf> = tau_store::list_sessions(&dirs, None)
+        .into_iter()
+        .map(|file| file.path)
+        .collect();
+    assert_eq!(all, [other_path.clone(), older_path.clone()]);
+    let here = tau_store::list_sessions(&dirs, Some(Path::new("/home/u/work")));
+    assert_eq!(here.len(), 1);
+    assert_eq!(here[0].path, older_path);
+    assert_eq!(here[0].cwd, "/home/u/work");
+}

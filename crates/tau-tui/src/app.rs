@@ -10,6 +10,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde_json::{Value, json};
 
 use crate::editor::Editor;
+use crate::text::{content_text, one_line};
 use crate::theme::Theme;
 use crate::transcript::{BlockKind, NoticeKind, ToolStatus, Transcript, View};
 
@@ -1401,19 +1402,6 @@ pub fn shown_content(content: &Value) -> String {
     text
 }
 
-/// The text blocks of a message's content (a string, or blocks).
-pub fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 /// Pastes of more lines than this become one marker in the editor.
 const PASTE_BLOCK_LINES: usize = 10;
 
@@ -1478,16 +1466,6 @@ fn file_name(path: &str) -> String {
     std::path::Path::new(path)
         .file_name()
         .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
-}
-
-/// `text` with its whitespace runs as single spaces, cut to `max` characters.
-pub(crate) fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        flat.chars().take(max - 1).collect::<String>() + "…"
-    } else {
-        flat
-    }
 }
 
 fn short(n: u64) -> String {

@@ -10,6 +10,7 @@ pub mod highlight;
 pub mod keys;
 pub mod markdown;
 pub mod sessions;
+pub mod text;
 pub mod theme;
 pub mod transcript;
 pub mod tree;

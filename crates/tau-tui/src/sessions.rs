@@ -19,38 +19,19 @@ const SCAN_LINES: usize = 200;
 /// arbitrarily long (a pasted image), and a planted file endless.
 const SCAN_BYTES: u64 = 8 << 20;
 
-/// The sessions in `dir`, newest first.
+/// The sessions in `dir`, newest first, as the store lists them.
 pub fn list(dir: &Path) -> Vec<Summary> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut found: Vec<(std::time::SystemTime, Summary)> = Vec::new();
-    for entry in entries.filter_map(Result::ok) {
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-            continue;
-        }
-        // A FIFO or a device named `x.jsonl` is no session to offer: reading it for a label,
-        // or opening it once picked, would wait for ever.
-        if tau_base::bounded::check_regular(&path).is_err() {
-            continue;
-        }
-        let modified = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
-        let name = label_of(&path).unwrap_or_else(|| "(no messages)".to_string());
-        let when = modified_label(modified);
-        found.push((
-            modified,
+    tau_store::list_sessions(&[dir.to_path_buf()], None)
+        .into_iter()
+        .map(|file| {
+            let name = label_of(&file.path).unwrap_or_else(|| "(no messages)".to_string());
+            let when = modified_label(file.modified);
             Summary {
-                path: path.to_string_lossy().into_owned(),
+                path: file.path.to_string_lossy().into_owned(),
                 label: format!("{when}  {name}"),
-            },
-        ));
-    }
-    found.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
-    found.into_iter().map(|(_, s)| s).collect()
+            }
+        })
+        .collect()
 }
 
 fn label_of(path: &Path) -> Option<String> {
@@ -68,18 +49,12 @@ fn label_of(path: &Path) -> Option<String> {
         match entry["type"].as_str() {
             Some("session_info") => name = entry["name"].as_str().map(str::to_string),
             Some("message") if first_message.is_none() && entry["message"]["role"] == "user" => {
-                first_message = Some(crate::app::content_text(&entry["message"]["content"]));
+                first_message = Some(crate::text::content_text(&entry["message"]["content"]));
             }
             _ => {}
         }
     }
-    let label = name.or(first_message)?;
-    let flat: String = label.split_whitespace().collect::<Vec<_>>().join(" ");
-    Some(if flat.chars().count() > 80 {
-        flat.chars().take(79).collect::<String>() + "…"
-    } else {
-        flat
-    })
+    Some(crate::text::one_line(&name.or(first_message)?, 80))
 }
 
 /// When a file was last written, in UTC: `YYYY-MM-DD HH:MM`.

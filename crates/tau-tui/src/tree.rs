@@ -101,10 +101,10 @@ fn describe(node: &Value) -> Option<String> {
             match message["role"].as_str()? {
                 "user" => Some(format!(
                     "user: {}",
-                    one_line(&crate::app::content_text(&message["content"]))
+                    one_line(&crate::text::content_text(&message["content"]))
                 )),
                 "assistant" => {
-                    let text = crate::app::content_text(&message["content"]);
+                    let text = crate::text::content_text(&message["content"]);
                     if !text.trim().is_empty() {
                         return Some(format!("assistant: {}", one_line(&text)));
                     }
@@ -128,7 +128,7 @@ fn describe(node: &Value) -> Option<String> {
                 "custom" => Some(format!(
                     "{}: {}",
                     message["customType"].as_str().unwrap_or("extension"),
-                    one_line(&crate::app::content_text(&message["content"]))
+                    one_line(&crate::text::content_text(&message["content"]))
                 )),
                 _ => None,
             }
@@ -141,7 +141,7 @@ fn describe(node: &Value) -> Option<String> {
         "custom_message" => Some(format!(
             "{}: {}",
             entry["customType"].as_str().unwrap_or("extension"),
-            one_line(&crate::app::content_text(&entry["content"]))
+            one_line(&crate::text::content_text(&entry["content"]))
         )),
         _ => None,
     }
@@ -149,7 +149,7 @@ fn describe(node: &Value) -> Option<String> {
 
 /// A text on one line of the picker.
 fn one_line(text: &str) -> String {
-    crate::app::one_line(text, 90)
+    crate::text::one_line(text, 90)
 }
 
 #[cfg(test)]

@@ -3,13 +3,13 @@
 //! (at once when idle, after the run when one is streaming).
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use tau_ai::provider::CancellationToken;
 use tau_protocol::{AgentMessage, BashExecutionMessage};
 use tau_tools::bash::{ShellRequest, ShellStatus, run_shell};
 
 use super::AgentSession;
+use crate::bash_commands::lock;
 use crate::conversation::Conversation;
 
 /// What a finished `bash` command answers.
@@ -25,53 +25,6 @@ pub struct BashRun {
     pub total_bytes: u64,
     pub output_lines: u64,
     pub output_bytes: u64,
-}
-
-/// The `bash` commands still running, newest last, and the temp files they left.
-#[derive(Debug, Default)]
-pub(crate) struct BashCommands {
-    running: Mutex<Vec<(u64, CancellationToken)>>,
-    next: std::sync::atomic::AtomicU64,
-    temp_files: Mutex<Vec<PathBuf>>,
-}
-
-impl BashCommands {
-    fn start(&self) -> (u64, CancellationToken) {
-        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let cancel = CancellationToken::new();
-        lock(&self.running).push((id, cancel.clone()));
-        (id, cancel)
-    }
-
-    fn end(&self, id: u64) {
-        lock(&self.running).retain(|(i, _)| *i != id);
-    }
-
-    /// `abort_bash`: the newest command still running. pi keeps one slot (the last started);
-    /// a stack makes every one of several concurrent commands reachable, newest first.
-    pub fn abort_newest(&self) {
-        if let Some((_, cancel)) = lock(&self.running).pop() {
-            cancel.cancel();
-        }
-    }
-}
-
-impl Drop for BashCommands {
-    /// The session's temp files go with it (pi leaves them in the temp directory forever).
-    fn drop(&mut self) {
-        for (_, cancel) in lock(&self.running).drain(..) {
-            cancel.cancel();
-        }
-        for path in lock(&self.temp_files).drain(..) {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl AgentSession {
