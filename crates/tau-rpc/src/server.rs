@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tau_protocol::ImageContent;
 use tau_protocol::extension::ExtensionAction;
 use tau_protocol::extension_event::ExtensionEvent;
+use tau_session::carrying_out::Carried;
 use tau_session::replacing::Replaced;
 use tau_session::{
     AgentSession, EventSink, InputSource, Outbound, Preference, QueueAs, Replacement, SessionError,
@@ -319,24 +320,6 @@ impl RpcServer {
             return;
         }
         self.refresh_mirror();
-        if let ExtensionAction::Compact {
-            custom_instructions,
-        } = action
-        {
-            self.compact_for_extension(request, custom_instructions)
-                .await;
-            return;
-        }
-        // The session-only ones, when they queued behind an earlier action of their process.
-        if let Some(outcome) = self
-            .session
-            .extension_binding()
-            .apply_session_action(&action)
-            .await
-        {
-            request.reply(outcome);
-            return;
-        }
         let may_start_run = matches!(
             action,
             ExtensionAction::SendUserMessage { .. } | ExtensionAction::SendMessage { .. }
@@ -346,99 +329,33 @@ impl RpcServer {
             let gate = self.responses_written();
             self.session.runs_mut().gate_next(gate);
         }
-        // What changes the session without replacing it is the session's to carry out.
-        let action = match self.session.apply_extension_action(action).await {
-            Ok(outcome) => {
-                self.finish_action(request, outcome, gated).await;
-                return;
-            }
-            Err(action) => action,
-        };
-        let outcome: Result<Value, String> = match action {
-            ExtensionAction::SendUserMessage {
-                content,
-                deliver_as,
-            } => self.send_user_message(content, deliver_as.as_deref()).await,
-            ExtensionAction::Abort => {
-                self.session.runs_mut().abort().await;
-                Ok(Value::Null)
-            }
-            // The command context's session calls (ext §4.2), as the RPC commands with the same
-            // extension events around them.
-            ExtensionAction::NewSession { parent_session } => {
-                self.session_action(Replacement::New { parent_session })
-                    .await
-            }
-            ExtensionAction::SwitchSession { session_path } => {
-                self.session_action(Replacement::Switch(session_path)).await
-            }
-            ExtensionAction::Fork { entry_id, position } => {
-                let how = if position.as_deref() == Some("at") {
-                    Replacement::Clone
-                } else {
-                    Replacement::Fork(entry_id.unwrap_or_default())
-                };
-                self.session_action(how).await
-            }
-            ExtensionAction::NavigateTree {
-                target_id,
-                summarize,
-                custom_instructions,
-                replace_instructions,
-                label,
-            } => {
-                let options = tau_session::NavigateOptions {
-                    summarize,
+        if matches!(action, ExtensionAction::WaitForIdle) {
+            // The command that started the held run now waits for it: it starts at once.
+            self.gate_release.send_modify(|n| *n += 1);
+        }
+        let cancel = self.interrupt.current();
+        let outcome =
+            match tau_session::carrying_out::carry_out(&mut self.session, action, &cancel).await {
+                Carried::Answered(outcome) => outcome,
+                Carried::Later(answer) => {
+                    tokio::spawn(async move { request.reply(answer.await) });
+                    return;
+                }
+                Carried::FrontEnd(ExtensionAction::Shutdown) => {
+                    self.shutdown_requested = true;
+                    // Asked by a command's handler: its `prompt` is answered, then tau ends.
+                    self.shutdown_after_commands = self.commands_in_flight() > 0;
+                    Ok(Value::Null)
+                }
+                Carried::FrontEnd(ExtensionAction::Compact {
                     custom_instructions,
-                    replace_instructions,
-                    label,
-                };
-                self.session
-                    .navigate_tree(&target_id, options)
-                    .await
-                    .map(|outcome| outcome.to_value())
-                    .map_err(|e| e.to_string())
-            }
-            ExtensionAction::Reload => {
-                self.reload().await;
-                Ok(Value::Null)
-            }
-            ExtensionAction::Shutdown => {
-                self.shutdown_requested = true;
-                // Asked by a command's handler: its `prompt` is answered, then tau ends.
-                self.shutdown_after_commands = self.commands_in_flight() > 0;
-                Ok(Value::Null)
-            }
-            ExtensionAction::WaitForIdle => {
-                // Answered beside the loop: the run goes on, and what the extension does
-                // meanwhile (a `notify`, a `steer`) takes effect at once.
-                self.gate_release.send_modify(|n| *n += 1);
-                let conversation = std::sync::Arc::clone(self.session.conversation());
-                tokio::spawn(async move {
-                    conversation.idle().await;
-                    request.reply(Ok(Value::Null));
-                });
-                return;
-            }
-            // Carried out above: `compact` beside the loop, the session-only ones by the
-            // session (where they arrive, or here when they queued), the rest of the session's
-            // own by the session.
-            ExtensionAction::Compact { .. }
-            | ExtensionAction::SetSessionName { .. }
-            | ExtensionAction::AppendEntry { .. }
-            | ExtensionAction::SetLabel { .. }
-            | ExtensionAction::SetThinkingLevel { .. }
-            | ExtensionAction::SetModel { .. }
-            | ExtensionAction::SendMessage { .. }
-            | ExtensionAction::SetActiveTools { .. }
-            | ExtensionAction::RegisterProvider { .. }
-            | ExtensionAction::UpdateModel { .. }
-            | ExtensionAction::UnregisterProvider { .. }
-            | ExtensionAction::GetState => Err(format!(
-                "{}: not carried out by the input loop",
-                request.frame.action
-            )),
-        };
+                }) => {
+                    self.compact_for_extension(request, custom_instructions)
+                        .await;
+                    return;
+                }
+                Carried::FrontEnd(_) => Err(format!("{}: not carried out", request.frame.action)),
+            };
         self.finish_action(request, outcome, gated).await;
     }
 
@@ -500,88 +417,6 @@ impl RpcServer {
         });
         self.session.start_compact(instructions, done).await;
         self.session.refresh_extension_state();
-    }
-
-    /// `ctx.reload()` (ext §1.4): `session_shutdown` with reason `reload`, settings, skills
-    /// and templates read again, every extension's module imported afresh (new instances, the
-    /// old ones stale), then `session_start` and `resources_discover` with reason `reload`.
-    /// Extensions are not discovered again: one added to disk since start-up needs a restart.
-    async fn reload(&mut self) {
-        let Some(extensions) = self.session.extension_binding().extensions().cloned() else {
-            return;
-        };
-        tau_session::extension_hooks::notify(
-            &extensions,
-            ExtensionEvent::SessionShutdown {
-                reason: "reload",
-                target_session_file: None,
-            }
-            .to_value(),
-        )
-        .await;
-        self.session.reload_resources();
-        tau_session::replacing::restart_extensions(
-            &mut self.session,
-            &extensions,
-            "reload",
-            ExtensionEvent::SessionStart {
-                reason: "reload",
-                previous_session_file: None,
-            }
-            .to_value(),
-            "reload",
-        )
-        .await;
-    }
-
-    /// `ctx.newSession()`, `ctx.switchSession()`, `ctx.fork()`: the same replacement as the
-    /// RPC command, answered with `{"cancelled"}`.
-    async fn session_action(&mut self, how: Replacement) -> Result<Value, String> {
-        self.session.settle();
-        let cancel = self.interrupt.current();
-        tau_session::replacing::replace(&mut self.session, how, &cancel)
-            .await
-            .map(|replaced| json!({"cancelled": replaced.cancelled()}))
-            .map_err(|err| err.to_string())
-    }
-
-    /// `pi.sendUserMessage` (ext §7.5): a prompt from the extension; while a run streams it
-    /// needs `deliverAs`.
-    async fn send_user_message(
-        &mut self,
-        content: tau_protocol::UserContent,
-        deliver_as: Option<&str>,
-    ) -> Result<Value, String> {
-        // pi flattens a content array: its texts joined by newlines, its images kept.
-        let (text, images) = (content.text("\n"), content.images());
-        let queue_as = match deliver_as {
-            Some("steer") => Some(QueueAs::Steer),
-            Some("followUp") => Some(QueueAs::FollowUp),
-            _ => None,
-        };
-        // The same path as a typed prompt: `input` (source "extension"), expansion, then
-        // `before_agent_start` when it starts a run, as in pi.
-        let cancel = self.interrupt.current();
-        let submitted = self
-            .session
-            .submit(&text, images, queue_as, InputSource::Extension, &cancel)
-            .await;
-        match submitted {
-            Ok(Submitted::Start(launch)) => {
-                self.session.launch(*launch);
-                Ok(Value::Null)
-            }
-            Ok(Submitted::Queued | Submitted::Handled) => Ok(Value::Null),
-            // Sent after the run's `agent_end` (from an `agent_end` handler): it continues
-            // that run, as in pi.
-            Ok(Submitted::Held(message)) => {
-                self.session
-                    .enqueue(QueueAs::FollowUp, &message.text, message.images)
-                    .await;
-                Ok(Value::Null)
-            }
-            Err(err) => Err(err.to_string()),
-        }
     }
 
     /// A session-replacing command (`new_session`, `switch_session`, `fork`, `branch`,

@@ -8,6 +8,7 @@
 //! own, re-exported here under their old names.
 
 mod bash_commands;
+pub mod carrying_out;
 pub mod compaction;
 mod compactor;
 mod conversation;
