@@ -28,7 +28,6 @@ use agent_client_protocol::{Agent, Client, Lines};
 use serde_json::Value;
 use tau_ai::registry::Registry;
 use tau_protocol::SessionEvent;
-use tau_protocol::extension_event::ExtensionEvent;
 use tau_session::resources::ProjectAccess;
 use tau_session::{
     AgentSession, EventSink, InputSource, Outbound, SessionChoice, SessionConfig, SessionError,
@@ -436,7 +435,7 @@ impl Server {
         }
         // No MCP server may outlive tau.
         for slot in self.slots.values() {
-            slot.session.shutdown_mcp().await;
+            slot.session.tools().shutdown_mcp().await;
         }
         for outlet in self.slots.values().filter_map(|slot| slot.outlet.as_ref()) {
             outlet.detach().await;
@@ -447,8 +446,8 @@ impl Server {
     async fn handle(&mut self, cx: &ConnectionTo<Client>, incoming: Incoming) {
         // MCP servers change outside any request; what a request makes an extension do must
         // see their tools (T98, as RPC mode does before each command).
-        for slot in self.slots.values() {
-            slot.session.refresh_extension_state_after_mcp();
+        for slot in self.slots.values_mut() {
+            slot.session.settle();
         }
         match incoming {
             Incoming::Initialize(request, responder) => {
@@ -613,18 +612,9 @@ impl Server {
             }
         });
         slot.session.set_extensions(Arc::clone(&extensions));
-        tau_session::extension_hooks::notify(
-            &extensions,
-            ExtensionEvent::SessionStart {
-                reason: "startup",
-                previous_session_file: None,
-            }
-            .to_value(),
-        )
-        .await;
         let cwd = slot.session.workspace().cwd().to_path_buf();
         let (skills, prompts) =
-            tau_session::extension_hooks::resources_discover(&extensions, &cwd, "startup").await;
+            tau_session::extension_hooks::session_started(&extensions, &cwd).await;
         slot.session.add_resource_paths(skills, prompts);
     }
 
@@ -644,7 +634,7 @@ impl Server {
         let extensions = match self.extensions_for_session().await {
             Ok(extensions) => extensions,
             Err(err) => {
-                session.shutdown_mcp().await;
+                session.tools().shutdown_mcp().await;
                 return Err(err);
             }
         };
@@ -1048,8 +1038,7 @@ fn run_extension_command(
         return;
     };
     tokio::spawn(async move {
-        extensions.run_command(&command, &args, None).await;
-        extensions.actions_applied().await;
+        tau_session::extension_hooks::run_command(&extensions, &command, &args).await;
         let reason = if cancel.is_cancelled() {
             StopReason::Cancelled
         } else {

@@ -11,7 +11,6 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tau_protocol::ImageContent;
 use tau_protocol::extension::ExtensionAction;
-use tau_protocol::extension_event::ExtensionEvent;
 use tau_session::carrying_out::Carried;
 use tau_session::replacing::Replaced;
 use tau_session::{
@@ -239,7 +238,6 @@ impl RpcServer {
     async fn handle_inbound(&mut self, inbound: Inbound) {
         match inbound {
             Inbound::Command { id, command } => {
-                self.session.refresh_extension_state_after_mcp();
                 if let Some(reply) = self.dispatch(id, command).await {
                     self.sink.emit_line(reply).await;
                 }
@@ -484,11 +482,9 @@ impl RpcServer {
         in_flight.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         pending.send_modify(|n| *n += 1);
         tokio::spawn(async move {
-            extensions.run_command(&command, &args, None).await;
-            // What the handler did is carried out and written first (its `sendMessage` is
-            // on stdout before this answer, as in pi); a run it started waits for the answer
-            // before its first event (the gate `apply_action` sets).
-            extensions.actions_applied().await;
+            // A run the handler started waits for this answer before its first event (the
+            // gate `apply_action` sets), unless the handler waits for the run.
+            tau_session::extension_hooks::run_command(&extensions, &command, &args).await;
             sink.emit_line(done(id, name)).await;
             pending.send_modify(|n| *n = n.saturating_sub(1));
             in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
@@ -1010,10 +1006,12 @@ impl RpcServer {
                 fail(id, name, "run_shortcut is dispatched before this point")
             }
             RpcCommand::GetSessionStats(_) => ok(id, name, &stats_of(session)),
-            RpcCommand::ExportHtml(c) => match session.export_html(c.output_path.as_deref()) {
-                Ok(path) => ok(id, name, &PathData { path }),
-                Err(err) => fail(id, name, err),
-            },
+            RpcCommand::ExportHtml(c) => {
+                match tau_session::export_html::export_session(session, c.output_path.as_deref()) {
+                    Ok(path) => ok(id, name, &PathData { path }),
+                    Err(err) => fail(id, name, err),
+                }
+            }
             RpcCommand::Bash(_) => fail(id, name, "bash commands are dispatched before this point"),
             RpcCommand::Compact(_) => fail(id, name, "compact is dispatched before this point"),
             RpcCommand::GetMcpServers(_) => {
@@ -1218,16 +1216,7 @@ where
             let set = loaded.set;
             let cwd = session.workspace().cwd().to_path_buf();
             let startup = tokio::spawn(async move {
-                tau_session::extension_hooks::notify(
-                    &set,
-                    ExtensionEvent::SessionStart {
-                        reason: "startup",
-                        previous_session_file: None,
-                    }
-                    .to_value(),
-                )
-                .await;
-                tau_session::extension_hooks::resources_discover(&set, &cwd, "startup").await
+                tau_session::extension_hooks::session_started(&set, &cwd).await
             });
             (Some(loaded.actions), Some(startup))
         }
@@ -1364,7 +1353,7 @@ where
         tau_session::extension_hooks::quit(&extensions, reason != ExitReason::OutputFailed).await;
     }
     // On every way out, the output failing included: no server process may outlive tau.
-    server.session().shutdown_mcp().await;
+    server.session().tools().shutdown_mcp().await;
     if let Some(outlet) = outlet {
         outlet.detach().await;
     }

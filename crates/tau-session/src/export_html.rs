@@ -10,6 +10,8 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::{AgentSession, SessionError};
+
 /// Page skeleton with `{{title}}`, `{{body}}` and `{{data}}` holes, each filled once.
 const TEMPLATE: &str = include_str!("export_html/template.html");
 
@@ -710,6 +712,63 @@ fn push_code(out: &mut String, lang: &str, code: &str) {
     out.push_str("<code>");
     escape_html(out, code);
     out.push_str("</code></pre>\n");
+}
+
+/// `export_html`: writes the session as one self-contained HTML file and returns the path
+/// as given (default `pi-session-<file name>.html` in the working directory).
+pub fn export_session(
+    session: &AgentSession,
+    output_path: Option<&str>,
+) -> Result<String, SessionError> {
+    let crate::tool_selection::NextCall {
+        tools,
+        system_prompt,
+    } = session.next_call();
+    let store = session.conversation().store();
+    let Some(file) = store.file_path() else {
+        return Err(SessionError::Store(
+            "Cannot export in-memory session to HTML".into(),
+        ));
+    };
+    if !store.is_persisted() {
+        return Err(SessionError::Store(
+            "Nothing to export yet - start a conversation first".into(),
+        ));
+    }
+    let shown = match output_path {
+        Some(p) => p.to_string(),
+        None => default_export_file_name(file),
+    };
+    let target = session
+        .workspace()
+        .cwd()
+        .join(tau_base::paths::expand_tilde(&shown));
+    let header = serde_json::to_value(store.header()).unwrap_or(Value::Null);
+    let entries: Vec<Value> = store
+        .entries()
+        .iter()
+        .filter_map(|e| serde_json::to_value(e).ok())
+        .collect();
+    let export_tools: Vec<ExportTool<'_>> = tools
+        .iter()
+        .map(|t| ExportTool {
+            name: t.name(),
+            description: t.description(),
+            parameters: t.parameters(),
+        })
+        .collect();
+    let html = render_session_html(&ExportInput {
+        header: &header,
+        entries: &entries,
+        leaf_id: store.leaf_id(),
+        system_prompt: Some(&system_prompt),
+        tools: &export_tools,
+        session_name: store.session_name(),
+    });
+    drop(store);
+    tau_base::atomic::write_atomically(&target, html.as_bytes())
+        .map_err(|e| SessionError::Store(format!("{}: {e}", target.display())))?;
+    Ok(shown)
 }
 
 #[cfg(test)]

@@ -418,3 +418,31 @@ pub async fn resources_discover(
         .await;
     (skills, prompts)
 }
+
+/// The start of a session's first extensions: `session_start` (reason `startup`), then
+/// `resources_discover`, whose skill and prompt paths are returned for the session to add.
+/// Every front-end runs it once its extensions are bound (beside its loop, so that a dialog
+/// `session_start` opens can be answered).
+pub async fn session_started(
+    extensions: &Extensions,
+    cwd: &std::path::Path,
+) -> (Vec<String>, Vec<String>) {
+    let start = ExtensionEvent::SessionStart {
+        reason: "startup",
+        previous_session_file: None,
+    };
+    notify(extensions, start.to_value()).await;
+    resources_discover(extensions, cwd, "startup").await
+}
+
+/// An extension command (`/name args`), run to its end: the handler, then everything it asked
+/// for carried out, so that a front-end answers the `prompt` after what the command did (its
+/// `sendMessage` is out before the answer, as in pi).
+pub async fn run_command(
+    extensions: &Extensions,
+    command: &tau_extensions::CommandInfo,
+    args: &str,
+) {
+    extensions.run_command(command, args, None).await;
+    extensions.actions_applied().await;
+}

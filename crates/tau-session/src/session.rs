@@ -263,15 +263,6 @@ impl AgentSession {
         self.refresh_extension_state();
     }
 
-    /// Refreshes the extensions' mirror if an MCP server's state or tools changed since the
-    /// last look: servers change outside any command, and a command an extension runs must
-    /// see their tools in `getAllTools`. Front-ends call it before each command.
-    pub fn refresh_extension_state_after_mcp(&self) {
-        if self.tools.mcp().is_some_and(|mcp| mcp.take_changed()) {
-            self.refresh_extension_state();
-        }
-    }
-
     /// Brings the keys only the session knows up to date in the extensions' mirror: called
     /// after every command and action, which are what change them.
     pub fn refresh_extension_state(&self) {
@@ -577,14 +568,6 @@ impl AgentSession {
             commands.extend(mcp.prompt_commands());
         }
         commands
-    }
-
-    /// Shuts the MCP servers down and waits until their processes are gone: tau calls it on
-    /// every way out (end of input, signals, `ctx.shutdown()`, the end of a one-shot run).
-    pub async fn shutdown_mcp(&self) {
-        if let Some(mcp) = self.tools.mcp() {
-            mcp.shutdown().await;
-        }
     }
 
     /// Starts an accepted prompt's run on its own task.

@@ -161,6 +161,14 @@ impl ToolSet {
         self.mcp.as_ref()
     }
 
+    /// Shuts the MCP servers down and waits until their processes are gone: tau calls it on
+    /// every way out (end of input, signals, `ctx.shutdown()`, the end of a one-shot run).
+    pub async fn shutdown_mcp(&self) {
+        if let Some(mcp) = &self.mcp {
+            mcp.shutdown().await;
+        }
+    }
+
     /// What keeps MCP tools from taking another tool's name, and which of them the flags and
     /// the active set let through.
     fn mcp_filter(&self, extensions: Option<&Arc<tau_extensions::Extensions>>) -> ToolFilter {

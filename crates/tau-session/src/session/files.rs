@@ -10,7 +10,6 @@ use tau_protocol::{AgentMessage, ThinkingLevel};
 
 use super::{AgentSession, SessionError};
 use crate::conversation::Conversation;
-use crate::export_html::{ExportInput, ExportTool, default_export_file_name, render_session_html};
 use crate::model_choice::ModelChoice;
 use crate::store::SessionStore;
 use crate::store::{DeferredOpen, OpenedFile};
@@ -173,7 +172,14 @@ impl AgentSession {
 
     /// Completes a `switch_session` whose file is still being parsed: every command but
     /// `get_messages` calls this first, so they all see the opened session.
+    ///
+    /// MCP servers change outside any command; what a command makes an extension do must see
+    /// their tools in `getAllTools` (T98), so a change since the last look refreshes the
+    /// extensions' mirror here too.
     pub fn settle(&mut self) {
+        if self.tools.mcp().is_some_and(|mcp| mcp.take_changed()) {
+            self.refresh_extension_state();
+        }
         let Some(opening) = self.opening.take() else {
             return;
         };
@@ -205,60 +211,6 @@ impl AgentSession {
     /// the file, when they can be served that way.
     pub fn opening_messages(&self) -> Option<crate::store::RawJsonArray> {
         self.opening.as_ref().and_then(|o| o.messages())
-    }
-
-    /// `export_html`: writes the session as one self-contained HTML file and returns the path
-    /// as given (default `pi-session-<file name>.html` in the working directory).
-    pub fn export_html(&self, output_path: Option<&str>) -> Result<String, SessionError> {
-        let crate::tool_selection::NextCall {
-            tools,
-            system_prompt,
-        } = self.next_call();
-        let store = self.conversation.store();
-        let Some(file) = store.file_path() else {
-            return Err(SessionError::Store(
-                "Cannot export in-memory session to HTML".into(),
-            ));
-        };
-        if !store.is_persisted() {
-            return Err(SessionError::Store(
-                "Nothing to export yet - start a conversation first".into(),
-            ));
-        }
-        let shown = match output_path {
-            Some(p) => p.to_string(),
-            None => default_export_file_name(file),
-        };
-        let target = self
-            .workspace
-            .cwd()
-            .join(tau_base::paths::expand_tilde(&shown));
-        let header = serde_json::to_value(store.header()).unwrap_or(Value::Null);
-        let entries: Vec<Value> = store
-            .entries()
-            .iter()
-            .filter_map(|e| serde_json::to_value(e).ok())
-            .collect();
-        let export_tools: Vec<ExportTool<'_>> = tools
-            .iter()
-            .map(|t| ExportTool {
-                name: t.name(),
-                description: t.description(),
-                parameters: t.parameters(),
-            })
-            .collect();
-        let html = render_session_html(&ExportInput {
-            header: &header,
-            entries: &entries,
-            leaf_id: store.leaf_id(),
-            system_prompt: Some(&system_prompt),
-            tools: &export_tools,
-            session_name: store.session_name(),
-        });
-        drop(store);
-        tau_base::atomic::write_atomically(&target, html.as_bytes())
-            .map_err(|e| SessionError::Store(format!("{}: {e}", target.display())))?;
-        Ok(shown)
     }
 }
 
