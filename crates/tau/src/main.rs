@@ -122,41 +122,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     })?;
     let cwd = std::env::current_dir()
         .map_err(|e| anyhow::anyhow!("cannot read the working directory: {e}"))?;
-    let session_dir = options.cli.session_dir.as_ref().map(|dir| {
-        let dir = tau_base::paths::expand_tilde(&dir.to_string_lossy());
-        if dir.is_absolute() {
-            dir
-        } else {
-            cwd.join(dir)
-        }
-    });
-    let mut config = SessionConfig {
-        agent_dir: agent_dir.clone(),
-        cwd: cwd.clone(),
-        session_dir,
-        no_session: options.cli.no_session,
-        name: options.name,
-        thinking: options.thinking,
-        provider: options.cli.provider.clone(),
-        model_pattern: options.cli.model.clone(),
-        models_scope: options.cli.models.clone(),
-        api_key: options.cli.api_key.clone(),
-        system_prompt: options.cli.system_prompt.clone(),
-        append_system_prompt: options.cli.append_system_prompt.clone(),
-        no_context_files: options.cli.no_context_files,
-        tools: options.cli.tools.clone(),
-        exclude_tools: options.cli.exclude_tools.clone(),
-        no_tools: options.cli.no_tools,
-        no_builtin_tools: options.cli.no_builtin_tools,
-        resources: tau_session::resources::ResourceOptions {
-            skills: options.cli.skill.clone(),
-            no_skills: options.cli.no_skills,
-            prompt_templates: options.cli.prompt_template.clone(),
-            no_prompt_templates: options.cli.no_prompt_templates,
-            project: ProjectAccess::Untrusted,
-            extension_sources: options.cli.extension.clone(),
-        },
-    };
+    let mut config = session_config(&options, &agent_dir, &cwd);
     // The user's settings only: the project's wait until the project is trusted below.
     let mut settings = Settings::load(&agent_dir, &cwd);
     let mut registry = Registry::from_process_env(&agent_dir);
@@ -325,28 +291,7 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
     let has_model = startup.model.is_some();
     // The MCP servers trust allows, and the command line's; they start with the session
     // (after `ready`, which does not wait for them).
-    let mcp_files: Vec<std::path::PathBuf> = options
-        .cli
-        .mcp_config
-        .iter()
-        .map(|file| {
-            let file = tau_base::paths::expand_tilde(&file.to_string_lossy());
-            if file.is_absolute() {
-                file
-            } else {
-                cwd.join(file)
-            }
-        })
-        .collect();
-    let mcp = tau_session::mcp::configured_servers(
-        tau_session::mcp::McpSources {
-            settings: &settings,
-            cwd: &cwd,
-            project_trusted: config.resources.project.trusted(),
-            files: &mcp_files,
-        },
-        &tau_session::mcp::process_env,
-    );
+    let mcp = configured_mcp_servers(&options.cli, &cwd, &settings, &config);
     for warning in &mcp.warnings {
         warn(warning);
     }
@@ -522,6 +467,80 @@ fn run(options: RunOptions) -> anyhow::Result<u8> {
         ExitReason::OutputFailed => 1,
         ExitReason::Signal(code) => u8::try_from(code).unwrap_or(1),
     })
+}
+
+/// The session's configuration from the checked command line, before the trust decision (the
+/// project untrusted until `load_extensions` decides).
+fn session_config(
+    options: &RunOptions,
+    agent_dir: &std::path::Path,
+    cwd: &std::path::Path,
+) -> SessionConfig {
+    let session_dir = options.cli.session_dir.as_ref().map(|dir| {
+        let dir = tau_base::paths::expand_tilde(&dir.to_string_lossy());
+        if dir.is_absolute() {
+            dir
+        } else {
+            cwd.join(dir)
+        }
+    });
+    SessionConfig {
+        agent_dir: agent_dir.to_path_buf(),
+        cwd: cwd.to_path_buf(),
+        session_dir,
+        no_session: options.cli.no_session,
+        name: options.name.clone(),
+        thinking: options.thinking,
+        provider: options.cli.provider.clone(),
+        model_pattern: options.cli.model.clone(),
+        models_scope: options.cli.models.clone(),
+        api_key: options.cli.api_key.clone(),
+        system_prompt: options.cli.system_prompt.clone(),
+        append_system_prompt: options.cli.append_system_prompt.clone(),
+        no_context_files: options.cli.no_context_files,
+        tools: options.cli.tools.clone(),
+        exclude_tools: options.cli.exclude_tools.clone(),
+        no_tools: options.cli.no_tools,
+        no_builtin_tools: options.cli.no_builtin_tools,
+        resources: tau_session::resources::ResourceOptions {
+            skills: options.cli.skill.clone(),
+            no_skills: options.cli.no_skills,
+            prompt_templates: options.cli.prompt_template.clone(),
+            no_prompt_templates: options.cli.no_prompt_templates,
+            project: ProjectAccess::Untrusted,
+            extension_sources: options.cli.extension.clone(),
+        },
+    }
+}
+
+/// The MCP servers trust allows, and the command line's (`--mcp-config`, relative to `cwd`).
+fn configured_mcp_servers(
+    cli: &cli::Cli,
+    cwd: &std::path::Path,
+    settings: &Settings,
+    config: &SessionConfig,
+) -> tau_session::mcp::Configured {
+    let files: Vec<std::path::PathBuf> = cli
+        .mcp_config
+        .iter()
+        .map(|file| {
+            let file = tau_base::paths::expand_tilde(&file.to_string_lossy());
+            if file.is_absolute() {
+                file
+            } else {
+                cwd.join(file)
+            }
+        })
+        .collect();
+    tau_session::mcp::configured_servers(
+        tau_session::mcp::McpSources {
+            settings,
+            cwd,
+            project_trusted: config.resources.project.trusted(),
+            files: &files,
+        },
+        &tau_session::mcp::process_env,
+    )
 }
 
 /// Decides whether the project is trusted (docs/security.md), applies its settings if so,
