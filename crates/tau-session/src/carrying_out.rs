@@ -42,18 +42,6 @@ pub async fn carry_out(
     action: ExtensionAction,
     cancel: &CancellationToken,
 ) -> Carried {
-    // The session-only ones, when they queued behind an earlier action of their process.
-    if let Some(outcome) = session
-        .extension_binding()
-        .apply_session_action(&action)
-        .await
-    {
-        return Carried::Answered(outcome);
-    }
-    let action = match session.apply_extension_action(action).await {
-        Ok(outcome) => return Carried::Answered(outcome),
-        Err(action) => action,
-    };
     Carried::Answered(match action {
         ExtensionAction::SendUserMessage {
             content,
@@ -114,18 +102,22 @@ pub async fn carry_out(
         other @ (ExtensionAction::Shutdown | ExtensionAction::Compact { .. }) => {
             return Carried::FrontEnd(other);
         }
-        // Carried out above, by the session or where the frame arrived.
-        ExtensionAction::SetSessionName { .. }
-        | ExtensionAction::AppendEntry { .. }
-        | ExtensionAction::SetLabel { .. }
-        | ExtensionAction::SetThinkingLevel { .. }
-        | ExtensionAction::SetModel { .. }
-        | ExtensionAction::SendMessage { .. }
-        | ExtensionAction::SetActiveTools { .. }
-        | ExtensionAction::RegisterProvider { .. }
-        | ExtensionAction::UpdateModel { .. }
-        | ExtensionAction::UnregisterProvider { .. }
-        | ExtensionAction::GetState => Err("already carried out".to_string()),
+        // The session-only ones (when they queued behind an earlier action of their process,
+        // rather than being applied where the frame arrived), then what changes the session's
+        // state without replacing it.
+        other => {
+            if let Some(outcome) = session
+                .extension_binding()
+                .apply_session_action(&other)
+                .await
+            {
+                return Carried::Answered(outcome);
+            }
+            match session.apply_extension_action(other).await {
+                Ok(outcome) => outcome,
+                Err(action) => Err(format!("{action:?}: not carried out")),
+            }
+        }
     })
 }
 
