@@ -167,6 +167,15 @@ fn held_open(commands: &[Value], replies: &[Reply], done: impl Fn(&Value) -> boo
     }
 }
 
+/// The session entries of `outcome` that start with `prefix` (`"message user"`, …).
+fn entries<'a>(outcome: &'a Outcome, prefix: &str) -> Vec<&'a String> {
+    outcome
+        .session
+        .iter()
+        .filter(|entry| entry.starts_with(prefix))
+        .collect()
+}
+
 fn prompt(id: &str, message: &str) -> Value {
     json!({"id": id, "type": "prompt", "message": message})
 }
@@ -201,11 +210,7 @@ fn a_run_an_extension_command_starts_is_carried_out_before_the_exit() {
     let commands = [prompt("c1", "/ask what is two and two")];
     let replies = [Reply::text("four")];
     let closed = piped(&commands, &replies);
-    let messages: Vec<&String> = closed
-        .session
-        .iter()
-        .filter(|entry| entry.starts_with("message"))
-        .collect();
+    let messages = entries(&closed, "message");
     assert_eq!(messages.len(), 2, "{closed:?}");
     assert!(messages[0].contains("what is two and two"), "{closed:?}");
     assert!(messages[1].contains("four"), "{closed:?}");
@@ -231,11 +236,7 @@ fn prompts_and_follow_ups_queued_behind_a_command_all_run() {
     // stdin open or not.
     let replies = [Reply::text("one").delay_ms(500), Reply::text("two")];
     let closed = piped(&commands, &replies);
-    let users: Vec<&String> = closed
-        .session
-        .iter()
-        .filter(|entry| entry.starts_with("message user"))
-        .collect();
+    let users = entries(&closed, "message user");
     assert_eq!(users.len(), 2, "{closed:?}");
     assert!(users[1].contains("third"), "{closed:?}");
     let mut ran = closed.ran.clone();
@@ -306,11 +307,7 @@ fn a_steer_queued_before_the_end_is_delivered_in_the_run() {
         Reply::text("stopped"),
     ];
     let closed = piped(&commands, &replies);
-    let users: Vec<&String> = closed
-        .session
-        .iter()
-        .filter(|entry| entry.starts_with("message user"))
-        .collect();
+    let users = entries(&closed, "message user");
     assert_eq!(users.len(), 2, "{closed:?}");
     assert!(users[1].contains("and then stop"), "{closed:?}");
     let open = held_open(&commands, &replies, |record| {

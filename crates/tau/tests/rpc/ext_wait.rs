@@ -74,6 +74,19 @@ fn start(mock: &tau_mock_llm::BackgroundMock, session: bool) -> tau_test_kit::Ta
     ready_tau(builder)
 }
 
+/// Sends `message` as a prompt and waits for the run to settle: its records, and its
+/// `tool_execution_end`.
+fn run_with_a_tool(t: &mut tau_test_kit::Tau, message: &str) -> (Vec<Value>, Value) {
+    t.send(&json!({"id": "p", "type": "prompt", "message": message}));
+    let records = t.records_until("agent_settled", Duration::from_secs(30));
+    let end = records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_end")
+        .expect("the tool ran")
+        .clone();
+    (records, end)
+}
+
 #[test]
 fn a_command_that_awaits_a_compaction_gets_its_outcome() {
     let mock = MockServer::start_background().unwrap();
@@ -115,12 +128,7 @@ fn a_tool_that_sends_a_message_triggering_a_turn_does_not_stall_the_run() {
     mock.push(Reply::text("after the tool"));
     mock.push(Reply::text("after the nudge"));
     let mut t = start(&mock, false);
-    t.send(&json!({"id": "p", "type": "prompt", "message": "use the tool"}));
-    let records = t.records_until("agent_settled", Duration::from_secs(30));
-    let end = records
-        .iter()
-        .find(|r| r["type"] == "tool_execution_end")
-        .expect("the tool ran");
+    let (_, end) = run_with_a_tool(&mut t, "use the tool");
     assert_eq!(end["isError"], false, "{end}");
     // The message reaches the model in the same run.
     let requests = mock.requests();
@@ -134,12 +142,7 @@ fn a_tool_result_is_kept_as_the_extension_returned_it() {
     mock.push(Reply::new().tool_call("s1", "soft_fail", json!({})));
     mock.push(Reply::text("noted"));
     let mut t = start(&mock, false);
-    t.send(&json!({"id": "p", "type": "prompt", "message": "try it"}));
-    let records = t.records_until("agent_settled", Duration::from_secs(30));
-    let end = records
-        .iter()
-        .find(|r| r["type"] == "tool_execution_end")
-        .expect("the tool ran");
+    let (_, end) = run_with_a_tool(&mut t, "try it");
     // As pi: nothing was thrown, so the record's own isError is false; the returned object is
     // kept key for key.
     assert_eq!(end["isError"], false, "{end}");

@@ -101,6 +101,18 @@ fn start_with_user_servers(dirs: &Dirs, record: &Path, args: &[&str]) -> Tau {
     t
 }
 
+/// Starts tau with the user's servers in the planted repository, stops it, and checks that
+/// none of the repository's programs ran.
+fn run_user_servers_and_check_nothing_ran(dirs: &Dirs, record: &Path) {
+    let t = start_with_user_servers(dirs, record, &[]);
+    crate::mcp::stop(t);
+    assert_eq!(
+        ran(dirs.cwd()),
+        Vec::<String>::new(),
+        "the project's code ran"
+    );
+}
+
 fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap()
 }
@@ -112,13 +124,7 @@ fn the_users_mcp_servers_resolve_nothing_of_an_untrusted_project() {
     let dirs = Dirs::new();
     plant_hostile_repository(dirs.cwd());
     let record = tempfile::tempdir().unwrap();
-    let t = start_with_user_servers(&dirs, record.path(), &[]);
-    crate::mcp::stop(t);
-    assert_eq!(
-        ran(dirs.cwd()),
-        Vec::<String>::new(),
-        "the project's code ran"
-    );
+    run_user_servers_and_check_nothing_ran(&dirs, record.path());
     // The servers start in the user's agent folder.
     assert_eq!(
         recorded(record.path(), "probe", "cwd").trim(),
@@ -145,13 +151,7 @@ fn an_untrusted_project_with_settings_reaches_no_user_server_either() {
     std::fs::create_dir_all(dirs.cwd().join(".pi")).unwrap();
     std::fs::write(dirs.cwd().join(".pi/settings.json"), "{}").unwrap();
     let record = tempfile::tempdir().unwrap();
-    let t = start_with_user_servers(&dirs, record.path(), &[]);
-    crate::mcp::stop(t);
-    assert_eq!(
-        ran(dirs.cwd()),
-        Vec::<String>::new(),
-        "the project's code ran"
-    );
+    run_user_servers_and_check_nothing_ran(&dirs, record.path());
 }
 
 #[test]
