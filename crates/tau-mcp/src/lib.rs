@@ -12,6 +12,7 @@
 
 pub mod config;
 mod connection;
+mod content;
 mod manager;
 pub mod names;
 pub mod prompt;
@@ -23,8 +24,9 @@ pub use config::{
     InheritEnv, McpServer, ParsedServers, ServerConfig, StdioConfig, expand_variables,
     merge_layers, parse_config_document, parse_servers, process_env,
 };
+pub use content::map_result;
 pub use manager::{McpError, McpManager, McpOptions, ServerState, ServerStatus};
 pub use names::{MAX_TOOL_NAME_LEN, NameAllocator, base_tool_name, is_valid_tool_name, sanitize};
 pub use prompt::{ExpandedPrompt, McpPrompt, PromptArgumentInfo, PromptError};
 pub use redact::Redactor;
-pub use tool::{McpTool, map_result};
+pub use tool::McpTool;

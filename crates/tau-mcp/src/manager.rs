@@ -743,3 +743,23 @@ impl Server {
         self.emit();
     }
 }
+
+impl crate::tool::ToolServer for Server {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn call<'a>(
+        self: Arc<Self>,
+        tool: &'a str,
+        arguments: Map<String, Value>,
+        cancel: &'a CancellationToken,
+        on_progress: Box<dyn FnMut(Progress) + Send + 'a>,
+    ) -> futures_util::future::BoxFuture<'a, Result<rmcp::model::CallToolResult, String>> {
+        Box::pin(async move { Server::call(&self, tool, arguments, cancel, on_progress).await })
+    }
+
+    fn redact(&self, message: String) -> String {
+        self.redactor.redact_owned(message)
+    }
+}

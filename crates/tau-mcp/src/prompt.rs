@@ -145,7 +145,7 @@ pub fn map_prompt(result: GetPromptResult) -> ExpandedPrompt {
     let mut texts = Vec::new();
     let mut images = Vec::new();
     for message in result.messages {
-        match crate::tool::map_block(message.content) {
+        match crate::content::map_block(message.content) {
             UserContentBlock::Text(text) => texts.push(text.text),
             UserContentBlock::Image(image) => images.push(image),
         }

@@ -1,20 +1,35 @@
-//! An MCP tool as a `tau_agent::AgentTool`: its schema passed through, and `tools/call`
-//! results mapped to tau's content (text, images, embedded resources as text,
-//! `structuredContent` in `details`, `isError` as an error result).
+//! An MCP tool as a `tau_agent::AgentTool`: its schema passed through, its calls made
+//! through its server, their results mapped by [`crate::content`].
 
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
+use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value, json};
 use tau_agent::{AgentTool, ToolContext};
-use tau_protocol::{AgentToolResult, ImageContent, TextContent, UserContentBlock};
+use tau_protocol::AgentToolResult;
+use tokio_util::sync::CancellationToken;
 
-use crate::manager::Server;
+use crate::connection::Progress;
+use crate::content::{map_result, text};
+
+/// What a tool needs of its server: its name, a `tools/call`, and its secrets kept out of an
+/// error message. The manager's server is one; the tool does not know the manager.
+pub(crate) trait ToolServer: Send + Sync {
+    fn name(&self) -> &str;
+    fn call<'a>(
+        self: Arc<Self>,
+        tool: &'a str,
+        arguments: Map<String, Value>,
+        cancel: &'a CancellationToken,
+        on_progress: Box<dyn FnMut(Progress) + Send + 'a>,
+    ) -> BoxFuture<'a, Result<CallToolResult, String>>;
+    fn redact(&self, message: String) -> String;
+}
 
 /// One tool of one server.
 pub struct McpTool {
-    server: Arc<Server>,
+    server: Arc<dyn ToolServer>,
     /// The server's own name for it.
     remote_name: String,
     /// The name the model sees (see [`crate::names`]).
@@ -26,7 +41,7 @@ pub struct McpTool {
 impl std::fmt::Debug for McpTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpTool")
-            .field("server", &self.server.name)
+            .field("server", &self.server.name())
             .field("remote_name", &self.remote_name)
             .field("name", &self.name)
             .finish()
@@ -34,14 +49,14 @@ impl std::fmt::Debug for McpTool {
 }
 
 impl McpTool {
-    pub(crate) fn new(server: Arc<Server>, name: String, tool: &Tool) -> Self {
+    pub(crate) fn new(server: Arc<dyn ToolServer>, name: String, tool: &Tool) -> Self {
         let description = tool
             .description
             .as_deref()
             .filter(|text| !text.trim().is_empty())
             .map(str::to_string)
             .or_else(|| tool.title.clone())
-            .unwrap_or_else(|| format!("{} (MCP server {})", tool.name, server.name));
+            .unwrap_or_else(|| format!("{} (MCP server {})", tool.name, server.name()));
         Self {
             remote_name: tool.name.to_string(),
             description,
@@ -53,7 +68,7 @@ impl McpTool {
 
     /// The server this tool belongs to.
     pub fn server_name(&self) -> &str {
-        &self.server.name
+        self.server.name()
     }
 
     /// The server's own name of the tool.
@@ -92,7 +107,8 @@ impl AgentTool for McpTool {
         context: ToolContext,
     ) -> BoxFuture<'a, Result<AgentToolResult, String>> {
         Box::pin(async move {
-            let on_progress = |progress: crate::connection::Progress| {
+            let cancel = context.cancel.clone();
+            let on_progress = move |progress: Progress| {
                 let line = match (progress.total, &progress.message) {
                     (Some(total), Some(message)) => {
                         format!("{}/{total}: {message}", progress.progress)
@@ -112,95 +128,12 @@ impl AgentTool for McpTool {
                     terminate: None,
                 });
             };
-            let result = self
-                .server
-                .call(&self.remote_name, arguments, &context.cancel, on_progress)
+            let result = Arc::clone(&self.server)
+                .call(&self.remote_name, arguments, &cancel, Box::new(on_progress))
                 .await?;
             // An error result is a message about the server: its secrets stay out of it. A
             // successful one is the server's answer and goes as it is (decision T96).
-            map_result(result).map_err(|message| self.server.redactor.redact_owned(message))
+            map_result(result).map_err(|message| self.server.redact(message))
         })
     }
-}
-
-/// Maps a `tools/call` result; an `isError` result becomes `Err` with its text.
-pub fn map_result(result: CallToolResult) -> Result<AgentToolResult, String> {
-    let mut content: Vec<UserContentBlock> = result.content.into_iter().map(map_block).collect();
-    if content.is_empty()
-        && let Some(structured) = &result.structured_content
-    {
-        // A server SHOULD also send structured output as text; when it does not, the model
-        // still gets to see it.
-        content.push(text(structured.to_string()));
-    }
-    if result.is_error == Some(true) {
-        let message: Vec<&str> = content
-            .iter()
-            .filter_map(|block| match block {
-                UserContentBlock::Text(text) => Some(text.text.as_str()),
-                UserContentBlock::Image(_) => None,
-            })
-            .collect();
-        let message = message.join("\n");
-        return Err(if message.is_empty() {
-            "The MCP tool reported an error".to_string()
-        } else {
-            message
-        });
-    }
-    Ok(AgentToolResult {
-        extra: Default::default(),
-        content,
-        details: result
-            .structured_content
-            .map(|structured| json!({ "structuredContent": structured })),
-        terminate: None,
-    })
-}
-
-pub(crate) fn map_block(block: ContentBlock) -> UserContentBlock {
-    match block {
-        ContentBlock::Text(content) => text(content.text),
-        ContentBlock::Image(image) => UserContentBlock::Image(ImageContent {
-            data: image.data,
-            mime_type: image.mime_type,
-        }),
-        ContentBlock::Audio(audio) => text(format!(
-            "[audio: {}, {} bytes of base64]",
-            audio.mime_type,
-            audio.data.len()
-        )),
-        ContentBlock::Resource(embedded) => match embedded.resource {
-            ResourceContents::TextResourceContents { text: body, .. } => text(body),
-            ResourceContents::BlobResourceContents {
-                uri,
-                mime_type,
-                blob,
-                ..
-            } => match mime_type {
-                Some(mime) if mime.starts_with("image/") => UserContentBlock::Image(ImageContent {
-                    data: blob,
-                    mime_type: mime,
-                }),
-                mime => text(format!(
-                    "[resource {uri} ({}): {} bytes of base64]",
-                    mime.as_deref().unwrap_or("binary"),
-                    blob.len()
-                )),
-            },
-            other => text(serde_json::to_string(&other).unwrap_or_default()),
-        },
-        ContentBlock::ResourceLink(link) => {
-            text(format!("[resource link: {} {}]", link.name, link.uri))
-        }
-        // A content type newer than this code: its JSON is better than losing it.
-        other => text(serde_json::to_string(&other).unwrap_or_default()),
-    }
-}
-
-fn text(text: String) -> UserContentBlock {
-    UserContentBlock::Text(TextContent {
-        text,
-        text_signature: None,
-    })
 }
