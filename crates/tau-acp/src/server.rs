@@ -28,10 +28,11 @@ use agent_client_protocol::{Agent, Client, Lines};
 use serde_json::Value;
 use tau_ai::registry::Registry;
 use tau_protocol::SessionEvent;
-use tau_session::resources::ProjectAccess;
+use tau_resources::ProjectAccess;
+use tau_resources::settings::Settings;
 use tau_session::{
     AgentSession, EventSink, InputSource, Outbound, SessionChoice, SessionConfig, SessionError,
-    Settings, Submitted, resolve_startup_model, startup_store,
+    Submitted, resolve_startup_model, startup_store,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -79,8 +80,8 @@ pub struct Launcher {
     pub settings: Settings,
     pub make_registry: Box<dyn Fn() -> Registry + Send>,
     /// The MCP servers tau's own configuration names; a client's join them per session.
-    pub mcp_servers: Vec<tau_session::mcp::McpServer>,
-    pub mcp_options: tau_session::mcp::McpOptions,
+    pub mcp_servers: Vec<tau_mcp::McpServer>,
+    pub mcp_options: tau_mcp::McpOptions,
     pub version: String,
     /// Starts the extensions for each session after the first (none without extensions).
     pub load_extensions: Option<ExtensionLoader>,
@@ -146,7 +147,7 @@ impl Launcher {
     /// Every folder sessions are stored in: `cwd`'s first, then every project's.
     fn session_dirs(&self, cwd: Option<&Path>) -> Vec<PathBuf> {
         let mut dirs: Vec<PathBuf> = cwd.map(|cwd| self.session_dir(cwd)).into_iter().collect();
-        for dir in tau_session::store::project_session_dirs(&self.config.agent_dir) {
+        for dir in tau_store::project_session_dirs(&self.config.agent_dir) {
             if !dirs.contains(&dir) {
                 dirs.push(dir);
             }
@@ -156,7 +157,7 @@ impl Launcher {
 
     /// The file of the session whose id is exactly `id`.
     fn find_session(&self, cwd: &Path, id: &str) -> Option<PathBuf> {
-        tau_session::store::list_sessions(&self.session_dirs(Some(cwd)), None)
+        tau_store::list_sessions(&self.session_dirs(Some(cwd)), None)
             .into_iter()
             .find(|file| file.id == id)
             .map(|file| file.path)
@@ -169,7 +170,7 @@ in tau's agent directory, or add a model to models.json there.";
 
 /// The client's MCP servers in tau's configuration shape (`mcpServers` entries), parsed by
 /// tau's MCP support; an entry it cannot use is left out with a warning.
-fn client_mcp_servers(servers: &[McpServer]) -> Vec<tau_session::mcp::McpServer> {
+fn client_mcp_servers(servers: &[McpServer]) -> Vec<tau_mcp::McpServer> {
     let mut entries = serde_json::Map::new();
     for server in servers {
         let (name, entry) = match server {
@@ -717,7 +718,7 @@ impl Server {
             Some(cwd) => vec![self.launcher.session_dir(cwd)],
             None => self.launcher.session_dirs(None),
         };
-        let found = tau_session::store::list_sessions(&dirs, request.cwd.as_deref())
+        let found = tau_store::list_sessions(&dirs, request.cwd.as_deref())
             .into_iter()
             .map(|file| SessionInfo::new(file.id, file.cwd).updated_at(rfc3339(file.modified)))
             .collect();

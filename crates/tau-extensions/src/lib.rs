@@ -17,5 +17,4 @@ pub use runner::{
     ActionApplier, ActionRequest, CommandInfo, EntriesSince, Extension, Extensions, LoadConfig,
     LoadError, Outlet, ShortcutInfo, StateSource, Timeouts, Work, find_node_host, same_key,
 };
-pub use tau_protocol::extension::{FlagKind, FlagRegistration, Manifest};
 pub use tool::ExtensionTool;

@@ -7,7 +7,7 @@ use tau_protocol::SessionEvent;
 
 use tau_protocol::{AgentEvent, AgentMessage};
 use tau_session::Outbound;
-use tau_session::store::RawJsonArray;
+use tau_store::RawJsonArray;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::snapshot::{SnapshotRenderer, UpdateShape};

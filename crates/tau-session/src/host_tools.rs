@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 use tau_protocol::rpc::OutboundRecord;
-pub use tau_protocol::{HostToolCall, HostToolCancel, HostToolDefinition, HostToolOutput};
+pub(crate) use tau_protocol::{HostToolCall, HostToolCancel, HostToolDefinition, HostToolOutput};
 
 /// A validated host tool.
 #[derive(Debug, Clone, PartialEq)]

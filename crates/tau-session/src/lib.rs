@@ -34,16 +34,17 @@ pub mod tokens;
 pub mod tool_selection;
 pub mod workspace;
 
-// The session store and the file locations are their own crate.
-pub use tau_store::{self as store, paths};
-// Settings, skills, templates and the system prompt are their own crate too.
-pub use tau_resources::{self as resources, settings, system_prompt};
+// The session store and the file locations are their own crate, and so are settings,
+// skills, templates and the system prompt: named here for this crate's modules only; a
+// front-end depends on those crates itself.
+pub(crate) use tau_resources::{self as resources, settings, system_prompt};
+pub(crate) use tau_store::{self as store, paths};
 
 pub use compactor::CompactDone;
 pub use conversation::{Conversation, SessionStats};
+pub(crate) use host_tools::HostToolDefinition;
 pub use host_tools::{
-    HostTool, HostToolBridge, HostToolCall, HostToolCancel, HostToolDefinition, HostToolError,
-    HostToolOutput, HostToolRegistry, RegisteredHostTool,
+    HostTool, HostToolBridge, HostToolError, HostToolRegistry, RegisteredHostTool,
 };
 pub use models::{StartupModel, resolve_startup_model};
 pub use outbound::{EventSink, ExtensionOutlet, Outbound, WeakEventSink};
@@ -52,8 +53,8 @@ pub use session::{
     Admitted, AgentSession, BashRun, InputSource, Launch, NavigateOptions, NavigateOutcome,
     PromptOutcome, QueueAs, Replacement, SessionConfig, SessionError, Submitted,
 };
-pub use settings::Settings;
+pub(crate) use settings::Settings;
 pub use startup::{SessionChoice, StartupStore, session_dir, startup_store};
 
 /// Names of the built-in tools; host tools may not reuse them.
-pub use tau_tools::BUILTIN_TOOLS as BUILTIN_TOOL_NAMES;
+pub(crate) use tau_tools::BUILTIN_TOOLS as BUILTIN_TOOL_NAMES;

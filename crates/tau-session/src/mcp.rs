@@ -18,7 +18,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use tau_mcp::{McpOptions, McpServer, process_env};
+pub(crate) use tau_mcp::{McpOptions, McpServer};
 
 use crate::{EventSink, Settings};
 

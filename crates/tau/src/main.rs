@@ -13,12 +13,13 @@ use std::process::ExitCode;
 use tau_protocol::extension_event::{ExtensionEvent, ProjectTrustResult, take_result};
 
 use tau_ai::registry::Registry;
+use tau_resources::ProjectAccess;
+use tau_resources::settings::Settings;
 use tau_rpc::ExitReason;
-use tau_session::resources::ProjectAccess;
 use tau_session::{
-    AgentSession, SessionChoice, SessionConfig, Settings, paths, resolve_startup_model,
-    startup_store,
+    AgentSession, SessionChoice, SessionConfig, resolve_startup_model, startup_store,
 };
+use tau_store::paths;
 
 use crate::cli::{Invocation, RunMode, RunOptions};
 
@@ -502,7 +503,7 @@ fn session_config(
         exclude_tools: options.cli.exclude_tools.clone(),
         no_tools: options.cli.no_tools,
         no_builtin_tools: options.cli.no_builtin_tools,
-        resources: tau_session::resources::ResourceOptions {
+        resources: tau_resources::ResourceOptions {
             skills: options.cli.skill.clone(),
             no_skills: options.cli.no_skills,
             prompt_templates: options.cli.prompt_template.clone(),
@@ -539,7 +540,7 @@ fn configured_mcp_servers(
             project_trusted: config.resources.project.trusted(),
             files: &files,
         },
-        &tau_session::mcp::process_env,
+        &tau_mcp::process_env,
     )
 }
 
@@ -582,7 +583,7 @@ async fn load_extensions(
         // Nothing of the project's waits for trust: there is nothing to decide (pi's
         // answer for such a folder is "trusted"). Whether the user's own processes may
         // start in it is still the user's word, never asked for here.
-        (false, false) if tau_session::resources::waits_for_trust(&config.cwd).is_empty() => {
+        (false, false) if tau_resources::waits_for_trust(&config.cwd).is_empty() => {
             let said = match store.get(&config.cwd) {
                 Ok(Some(trusted)) => trusted,
                 Ok(None) => settings.default_project_trust().as_deref() == Some("always"),
@@ -678,7 +679,7 @@ fn ask_trust_on_terminal(cwd: &std::path::Path) -> (bool, bool) {
         err,
         "This folder has files that change what tau runs or reads:"
     );
-    for path in tau_session::resources::waits_for_trust(cwd) {
+    for path in tau_resources::waits_for_trust(cwd) {
         let shown = path
             .strip_prefix(cwd)
             .unwrap_or(&path)
@@ -843,7 +844,7 @@ fn claim_flags(
     given: &[(String, Option<String>)],
     extensions: Option<&tau_extensions::Extensions>,
 ) -> anyhow::Result<std::collections::HashMap<String, serde_json::Value>> {
-    let registered: Vec<tau_extensions::FlagRegistration> = extensions
+    let registered: Vec<tau_protocol::extension::FlagRegistration> = extensions
         .map(|e| {
             e.list()
                 .into_iter()
@@ -857,10 +858,10 @@ fn claim_flags(
         match registered.iter().find(|f| &f.name == name) {
             None => unknown.push(format!("--{name}")),
             Some(flag) => match flag.kind {
-                tau_extensions::FlagKind::Boolean => {
+                tau_protocol::extension::FlagKind::Boolean => {
                     values.insert(name.clone(), serde_json::Value::Bool(true));
                 }
-                tau_extensions::FlagKind::String => match value {
+                tau_protocol::extension::FlagKind::String => match value {
                     Some(value) => {
                         values.insert(name.clone(), serde_json::Value::String(value.clone()));
                     }
@@ -911,7 +912,7 @@ fn home_relative(cwd: &std::path::Path) -> String {
 /// The terminal UI's prompt history for this folder (one file per folder, in the agent
 /// directory, named as the folder's default session directory is).
 fn history_file(agent_dir: &std::path::Path, cwd: &std::path::Path) -> std::path::PathBuf {
-    let sessions = tau_session::store::paths::default_session_dir(agent_dir, cwd);
+    let sessions = tau_store::paths::default_session_dir(agent_dir, cwd);
     let name = sessions
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use tau_extensions::packages::{Configured, Manager, Scope};
-use tau_session::Settings;
+use tau_resources::settings::Settings;
 
 /// The exit of a command handled here, or `None` when the arguments are for a mode.
 pub fn dispatch(args: &[OsString]) -> Option<ExitCode> {
@@ -252,7 +252,7 @@ fn run_package_command(command: Command, args: &[String]) -> Result<ExitCode, St
     if target == Some(Target::Itself) {
         return Err(NO_SELF_UPDATE.to_string());
     }
-    let agent_dir = tau_session::paths::agent_dir()
+    let agent_dir = tau_store::paths::agent_dir()
         .ok_or("cannot locate the agent directory: set TAU_AGENT_DIR or HOME")?;
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?;
@@ -368,7 +368,7 @@ fn project_trusted(agent_dir: &Path, cwd: &Path, given: Option<bool>, saved_only
     if saved_only {
         return saved() == Some(true);
     }
-    if tau_session::resources::waits_for_trust(cwd).is_empty() {
+    if tau_resources::waits_for_trust(cwd).is_empty() {
         return true;
     }
     saved().unwrap_or_else(|| {
@@ -436,7 +436,7 @@ fn export_session(input: &str, output: Option<&str>) -> Result<String, String> {
         }
         Err(_) => return Err(format!("File not found: {}", file.display())),
     }
-    let store = tau_session::store::SessionStore::open(&file)
+    let store = tau_store::SessionStore::open(&file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let header = serde_json::to_value(store.header()).unwrap_or(serde_json::Value::Null);
     let entries: Vec<serde_json::Value> = store

@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use tau_resources::settings::Settings;
 use tau_rpc::RpcServer;
 use tau_rpc::framing::LineReader;
-use tau_session::{AgentSession, EventSink, Outbound, SessionConfig, Settings};
+use tau_session::{AgentSession, EventSink, Outbound, SessionConfig};
 use tokio::sync::mpsc;
 
 /// A generated line and how many responses it must produce.
@@ -140,7 +141,7 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
             scope: Vec::new(),
             warnings: Vec::new(),
         };
-        let store = tau_session::store::SessionStore::in_memory(dir.path());
+        let store = tau_store::SessionStore::in_memory(dir.path());
         let session = AgentSession::new(
             config,
             Settings::default(),
