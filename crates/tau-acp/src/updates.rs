@@ -472,6 +472,42 @@ mod tests {
     }
 
     #[test]
+    fn a_session_file_that_cannot_be_saved_is_told_as_a_thought() {
+        let mut translator = Translator::new(PathBuf::from("/p"));
+        let todos = Vec::new;
+        let context = Context {
+            todos: &todos,
+            context_window: None,
+        };
+        let failing = SessionEvent::SessionSaveStatus {
+            state: tau_protocol::SessionSaveState::Failing,
+            file: "/s.jsonl".into(),
+            error: Some("No space left on device".into()),
+            unsaved: Some(3),
+        };
+        let wire = serde_json::to_value(translator.event(&failing, &context)).unwrap_or_default();
+        assert_eq!(wire[0]["sessionUpdate"], "agent_thought_chunk", "{wire}");
+        let text = wire[0]["content"]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("cannot be saved (No space left on device); 3 entries"),
+            "{text}"
+        );
+        let saved = SessionEvent::SessionSaveStatus {
+            state: tau_protocol::SessionSaveState::Saved,
+            file: "/s.jsonl".into(),
+            error: None,
+            unsaved: None,
+        };
+        let wire = serde_json::to_value(translator.event(&saved, &context)).unwrap_or_default();
+        assert!(
+            wire[0]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("saved again")),
+            "{wire}"
+        );
+    }
+
+    #[test]
     fn a_renamed_session_gets_a_title_and_a_cleared_name_none() {
         let mut translator = Translator::new(PathBuf::from("/p"));
         let todos = Vec::new;

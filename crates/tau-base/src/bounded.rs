@@ -25,44 +25,22 @@ pub const CONFIG_CAP: u64 = 1 << 20;
 pub const TEXT_CAP: u64 = 4 << 20;
 
 /// Why a file was not read.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum BoundedReadError {
     /// Nothing there (the one error callers usually take as "no file").
+    #[error("no such file")]
     NotFound,
     /// A folder, FIFO, socket or device: named by what it is.
-    NotRegular {
-        kind: &'static str,
-    },
+    #[error("it is {kind}, not a regular file")]
+    NotRegular { kind: &'static str },
     /// Longer than the cap.
-    TooLarge {
-        len: u64,
-        cap: u64,
-    },
+    #[error("it is larger than {} (at least {len} bytes)", size(*cap))]
+    TooLarge { len: u64, cap: u64 },
     /// Not UTF-8 (only from [`read_to_string`]).
+    #[error("it is not UTF-8 text")]
     NotText,
+    #[error("{0}")]
     Io(std::io::Error),
-}
-
-impl fmt::Display for BoundedReadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotFound => write!(f, "no such file"),
-            Self::NotRegular { kind } => write!(f, "it is {kind}, not a regular file"),
-            Self::TooLarge { len, cap } => {
-                write!(f, "it is larger than {} (at least {len} bytes)", size(*cap))
-            }
-            Self::NotText => write!(f, "it is not UTF-8 text"),
-            Self::Io(err) => write!(f, "{err}"),
-        }
-    }
-}
-
-impl std::error::Error for BoundedReadError {}
-
-impl BoundedReadError {
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, Self::NotFound)
-    }
 }
 
 /// A file that could not be read, named: for warnings.
@@ -132,11 +110,19 @@ pub fn check_regular(path: &Path) -> Result<(), BoundedReadError> {
 
 /// Opens `path` for reading if (following links) it is a regular file, without ever waiting.
 pub fn open_regular(path: &Path) -> Result<std::fs::File, BoundedReadError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    open_regular_with(path, options)
+}
+
+/// [`open_regular`] with the caller's access (a session file is read and appended to).
+pub fn open_regular_with(
+    path: &Path,
+    mut options: std::fs::OpenOptions,
+) -> Result<std::fs::File, BoundedReadError> {
     // Checked before the open: opening a FIFO, even without blocking, is already a signal
     // to whoever holds its other end.
     check_regular(path)?;
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -249,11 +235,10 @@ mod tests {
             check_regular(&fifo),
             Err(BoundedReadError::NotRegular { kind: "a FIFO" })
         ));
-        assert!(
-            check_regular(&dir.path().join("none"))
-                .unwrap_err()
-                .is_not_found()
-        );
+        assert!(matches!(
+            check_regular(&dir.path().join("none")),
+            Err(BoundedReadError::NotFound)
+        ));
     }
 
     #[test]

@@ -85,7 +85,7 @@ fn skill_files(root: &Root, layout: Layout, budgets: &mut walk::Budgets) -> Vec<
     }
     if !path.is_dir() {
         if let Err(e) = tau_base::bounded::check_regular(path)
-            && !e.is_not_found()
+            && !matches!(e, tau_base::bounded::BoundedReadError::NotFound)
         {
             tracing::warn!("skill {} skipped: {e}", path.display());
         }

@@ -10,7 +10,7 @@ use tau_protocol::extension::ExtensionAction;
 use tau_protocol::extension_event::ExtensionEvent;
 use tokio_util::sync::CancellationToken;
 
-use crate::replacing::{Replaced, replace, restart_extensions};
+use crate::replacing::{replace, restart_extensions};
 use crate::{AgentSession, InputSource, NavigateOptions, QueueAs, Replacement, Submitted};
 
 /// What carrying out an action leaves to the front-end.
@@ -115,7 +115,8 @@ pub async fn carry_out(
             }
             match session.apply_extension_action(other).await {
                 Ok(outcome) => outcome,
-                Err(action) => Err(format!("{action:?}: not carried out")),
+                // Every other kind has its arm above.
+                Err(_) => Err("the action was not carried out".to_string()),
             }
         }
     })
@@ -166,7 +167,7 @@ async fn replaced(
     session.settle();
     replace(session, how, cancel)
         .await
-        .map(|replaced| serde_json::json!({"cancelled": replaced == Replaced::Cancelled}))
+        .map(|replaced| serde_json::json!({"cancelled": replaced.cancelled()}))
         .map_err(|err| err.to_string())
 }
 

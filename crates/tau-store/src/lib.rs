@@ -167,7 +167,7 @@ impl SessionStore {
         }
     }
 
-    /// Tries again to write what waits (a timer's retry, the end of the session).
+    /// Tries again to write what waits (the end of the session; otherwise the next append).
     pub fn retry_save(&mut self) -> Result<(), StoreError> {
         if self.save_error.is_none() {
             return Ok(());
@@ -878,34 +878,20 @@ fn short_error(err: &StoreError) -> String {
 /// or a device named as the session (`--session`) would block the open or never end the
 /// read; it is checked first, then again on the file opened without blocking.
 pub(crate) fn open_session_file(path: &Path) -> Result<File, StoreError> {
-    let io_err = |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    match tau_base::bounded::check_regular(path) {
-        Ok(()) => {}
-        Err(tau_base::bounded::BoundedReadError::NotFound) => {
-            return Err(StoreError::NotFound(path.to_path_buf()));
-        }
-        Err(e) => return Err(io_err(std::io::Error::other(e.to_string()))),
-    }
+    use tau_base::bounded::BoundedReadError;
     let mut options = OpenOptions::new();
     options.read(true).append(true);
-    std::os::unix::fs::OpenOptionsExt::custom_flags(
-        &mut options,
-        rustix::fs::OFlags::NONBLOCK.bits() as i32,
-    );
-    let file = match options.open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(StoreError::NotFound(path.to_path_buf()));
-        }
-        Err(e) => return Err(io_err(e)),
-    };
-    if !file.metadata().map_err(io_err)?.is_file() {
-        return Err(io_err(std::io::Error::other("it is not a regular file")));
-    }
-    Ok(file)
+    tau_base::bounded::open_regular_with(path, options).map_err(|err| match err {
+        BoundedReadError::NotFound => StoreError::NotFound(path.to_path_buf()),
+        BoundedReadError::Io(source) => StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => StoreError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(other.to_string()),
+        },
+    })
 }
 
 /// Opens `path` for reading and appending, takes its lock, and reads it whole.

@@ -1518,6 +1518,38 @@ mod tests {
     }
 
     #[test]
+    fn a_session_that_cannot_be_saved_is_said_and_so_is_its_recovery() {
+        let mut app = app();
+        app.on_record(&json!({"type": "session_save_status", "state": "failing",
+            "file": "/s.jsonl", "error": "No space left on device", "unsaved": 2}));
+        app.on_record(
+            &json!({"type": "session_save_status", "state": "saved", "file": "/s.jsonl"}),
+        );
+        let notices: Vec<(String, NoticeKind)> = app
+            .transcript
+            .blocks
+            .iter()
+            .filter_map(|b| match &b.kind {
+                BlockKind::Notice { text, kind } => Some((text.clone(), *kind)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            notices.len(),
+            2,
+            "{:?}",
+            notices.iter().map(|n| &n.0).collect::<Vec<_>>()
+        );
+        assert!(
+            notices[0]
+                .0
+                .contains("cannot be saved (No space left on device): 2 entries")
+        );
+        assert_eq!(notices[0].1, NoticeKind::Error);
+        assert_eq!(notices[1].0, "The session is saved again");
+    }
+
+    #[test]
     fn enter_prompts_when_idle_and_steers_while_streaming() {
         let mut app = app();
         type_text(&mut app, "hello");

@@ -107,6 +107,22 @@ struct Outcome {
     ran: Vec<String>,
 }
 
+/// Closes stdin, waits for a clean exit, and gives the shapes of everything tau wrote.
+fn close_and_collect(t: &mut tau_test_kit::Tau) -> Vec<String> {
+    t.close_stdin();
+    assert!(
+        t.wait_exit(Duration::from_secs(30)).success(),
+        "{}",
+        t.stderr()
+    );
+    t.drain(Duration::from_secs(5));
+    t.history()
+        .iter()
+        .filter_map(|record| record.json.as_ref())
+        .filter_map(shape)
+        .collect()
+}
+
 /// The commands piped and stdin closed at once.
 fn piped(commands: &[Value], replies: &[Reply]) -> Outcome {
     let mock = MockServer::start_background().unwrap();
@@ -147,19 +163,7 @@ fn held_open(commands: &[Value], replies: &[Reply], done: impl Fn(&Value) -> boo
     t.wait_for("the work to be done", Duration::from_secs(30), |record| {
         record.json.as_ref().is_some_and(&done)
     });
-    t.close_stdin();
-    assert!(
-        t.wait_exit(Duration::from_secs(30)).success(),
-        "{}",
-        t.stderr()
-    );
-    t.drain(Duration::from_secs(5));
-    let records = t
-        .history()
-        .iter()
-        .filter_map(|record| record.json.as_ref())
-        .filter_map(shape)
-        .collect();
+    let records = close_and_collect(&mut t);
     Outcome {
         records,
         session: session_entries(dirs.cwd()),
@@ -262,19 +266,7 @@ fn stdin_closing_while_a_handler_runs_lets_it_finish() {
     t.send(&commands[0]);
     // The handler sleeps 400 ms; stdin ends while it does.
     std::thread::sleep(Duration::from_millis(100));
-    t.close_stdin();
-    assert!(
-        t.wait_exit(Duration::from_secs(30)).success(),
-        "{}",
-        t.stderr()
-    );
-    t.drain(Duration::from_secs(5));
-    let records: Vec<String> = t
-        .history()
-        .iter()
-        .filter_map(|record| record.json.as_ref())
-        .filter_map(shape)
-        .collect();
+    let records = close_and_collect(&mut t);
     assert!(
         records.contains(&"ui notify slow down".to_string()),
         "{records:?}"
