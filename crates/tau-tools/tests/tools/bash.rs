@@ -317,7 +317,8 @@ async fn abort_returns_at_once_and_kills_the_group() {
         .unwrap_err();
     let cancelled_at = canceller.await.unwrap();
     assert!(
-        cancelled_at.elapsed() < Duration::from_secs(1),
+        // Well under the 30 s the commands sleep, with room for a loaded machine.
+        cancelled_at.elapsed() < Duration::from_secs(5),
         "{:?}",
         cancelled_at.elapsed()
     );

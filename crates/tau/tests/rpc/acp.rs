@@ -870,17 +870,12 @@ fn acp_cancel_withdraws_an_open_permission_request() {
     let session = acp.new_session();
     let id = prompt(&mut acp, &session, "ask");
     let request = permission_request(&mut acp);
-    let sent = Instant::now();
+    // The turn ends without the request being answered: the cancel alone ends it.
     acp.notify("session/cancel", json!({"sessionId": session}));
     let seen = acp.until_response(id);
     assert_eq!(
         seen.last().expect("response")["result"]["stopReason"],
         "cancelled"
-    );
-    assert!(
-        sent.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        sent.elapsed()
     );
     // tau withdrew its request.
     let withdrawn = seen
