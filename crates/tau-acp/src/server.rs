@@ -28,8 +28,10 @@ use agent_client_protocol::{Agent, Client, Lines};
 use serde_json::Value;
 use tau_ai::registry::Registry;
 use tau_protocol::SessionEvent;
+use tau_protocol::extension::ExtensionAction;
 use tau_resources::ProjectAccess;
 use tau_resources::settings::Settings;
+use tau_session::carrying_out::Carried;
 use tau_session::{
     AgentSession, EventSink, InputSource, Outbound, SessionChoice, SessionConfig, SessionError,
     Submitted, resolve_startup_model, startup_store,
@@ -614,9 +616,9 @@ impl Server {
         });
         slot.session.set_extensions(Arc::clone(&extensions));
         let cwd = slot.session.workspace().cwd().to_path_buf();
-        let (skills, prompts) =
-            tau_session::extension_hooks::session_started(&extensions, &cwd).await;
-        slot.session.add_resource_paths(skills, prompts);
+        tau_session::extension_hooks::session_started(&extensions, &cwd)
+            .await
+            .join(&mut slot.session);
     }
 
     /// Opens a session (a new one, or one from its file) with its extensions and takes it
@@ -957,19 +959,25 @@ impl Server {
                 if self.stale_mirrors.remove(id) {
                     slot.session.refresh_extension_state();
                 }
-                if let Some(outcome) = slot
-                    .session
-                    .extension_binding()
-                    .apply_session_action(&action)
-                    .await
-                {
-                    request.reply(outcome);
+                let name = request.frame.action.clone();
+                if replaces_the_session(&action) {
+                    // The editor holds the session by its id (T92).
+                    request.reply(Err(format!("{name}: not available in ACP mode")));
                     return;
                 }
-                let name = request.frame.action.clone();
-                match slot.session.apply_extension_action(action).await {
-                    Ok(outcome) => request.reply(outcome),
-                    Err(_) => request.reply(Err(format!("{name}: not available in ACP mode"))),
+                // Nothing in ACP interrupts an action's extension events but the session's
+                // own `session/cancel`, which aborts the run they belong to.
+                let cancel = CancellationToken::new();
+                match tau_session::carrying_out::carry_out(&mut slot.session, action, &cancel).await
+                {
+                    Carried::Answered(outcome) => request.reply(outcome),
+                    Carried::Later(answer) => {
+                        tokio::spawn(async move { request.reply(answer.await) });
+                    }
+                    // `shutdown`: the editor owns the process.
+                    Carried::FrontEnd(_) => {
+                        request.reply(Err(format!("{name}: not available in ACP mode")));
+                    }
                 }
                 slot.session.refresh_extension_state();
             }
@@ -990,6 +998,19 @@ impl Server {
             }
         }
     }
+}
+
+/// The actions that put another session (or another point of it) in place of the one the
+/// editor holds: refused in ACP (T92).
+fn replaces_the_session(action: &ExtensionAction) -> bool {
+    matches!(
+        action,
+        ExtensionAction::NewSession { .. }
+            | ExtensionAction::SwitchSession { .. }
+            | ExtensionAction::Fork { .. }
+            | ExtensionAction::NavigateTree { .. }
+            | ExtensionAction::Reload
+    )
 }
 
 /// What the extensions loaded at start-up ask for before any session has them: refused.

@@ -336,7 +336,15 @@ impl RpcServer {
             match tau_session::carrying_out::carry_out(&mut self.session, action, &cancel).await {
                 Carried::Answered(outcome) => outcome,
                 Carried::Later(answer) => {
-                    tokio::spawn(async move { request.reply(answer.await) });
+                    let extensions = self.session.extension_binding().extensions().cloned();
+                    tokio::spawn(async move {
+                        let outcome = answer.await;
+                        if let (Err(error), Some(extensions)) = (&outcome, &extensions) {
+                            report_unanswered(extensions, &request, error).await;
+                        }
+                        request.reply(outcome);
+                    });
+                    self.session.refresh_extension_state();
                     return;
                 }
                 Carried::FrontEnd(ExtensionAction::Shutdown) => {
@@ -344,13 +352,6 @@ impl RpcServer {
                     // Asked by a command's handler: its `prompt` is answered, then tau ends.
                     self.shutdown_after_commands = self.commands_in_flight() > 0;
                     Ok(Value::Null)
-                }
-                Carried::FrontEnd(ExtensionAction::Compact {
-                    custom_instructions,
-                }) => {
-                    self.compact_for_extension(request, custom_instructions)
-                        .await;
-                    return;
                 }
                 Carried::FrontEnd(_) => Err(format!("{}: not carried out", request.frame.action)),
             };
@@ -374,47 +375,11 @@ impl RpcServer {
         self.session.refresh_extension_state();
     }
 
-    /// A failed action nobody waits for is reported as pi reports a rejected fire-and-forget
-    /// call; pi names its runtime, not the extension, for the two message calls (ext §1.7).
+    /// A failed action nobody waits for is reported (see [`report_unanswered`]).
     async fn report_unanswered(&self, request: &tau_extensions::ActionRequest, error: &str) {
-        if request.frame.id.is_some() {
-            return;
-        }
         if let Some(extensions) = self.session.extension_binding().extensions() {
-            let path = match request.frame.action.as_str() {
-                "send_message" | "send_user_message" => "<runtime>",
-                _ => request.extension.as_str(),
-            };
-            extensions.report(path, &request.frame.action, error).await;
+            report_unanswered(extensions, request, error).await;
         }
-    }
-
-    /// `ctx.compact()`: ends a running turn first, as pi does (ext §10.3.8), then compacts
-    /// beside the input loop like the `compact` command; the extension is answered (or its
-    /// failure reported, when it asked for no answer) when the compaction ends.
-    async fn compact_for_extension(
-        &mut self,
-        request: tau_extensions::ActionRequest,
-        instructions: Option<String>,
-    ) {
-        let extensions = self.session.extension_binding().extensions().cloned();
-        let done: tau_session::CompactDone = Box::new(move |outcome| {
-            Box::pin(async move {
-                let outcome = outcome
-                    .map(|result| serde_json::to_value(result).unwrap_or_default())
-                    .map_err(|e| e.to_string());
-                if let (Err(error), None, Some(extensions)) =
-                    (&outcome, &request.frame.id, &extensions)
-                {
-                    extensions
-                        .report(&request.extension, "compact", error)
-                        .await;
-                }
-                request.reply(outcome);
-            })
-        });
-        self.session.start_compact(instructions, done).await;
-        self.session.refresh_extension_state();
     }
 
     /// A session-replacing command (`new_session`, `switch_session`, `fork`, `branch`,
@@ -543,12 +508,12 @@ impl RpcServer {
 
     /// Nothing read before the end of input is left to do: no prompt held or queued behind
     /// one, no extension command or shortcut unanswered, no run or compaction under way.
-    fn all_carried_out(&self) -> bool {
+    fn all_carried_out(&mut self) -> bool {
         self.held.is_none()
             && self.backlog.is_empty()
             && self.commands_in_flight() == 0
             && *self.responses_pending.borrow() == 0
-            && !self.session.runs().has_task()
+            && !self.session.runs_mut().has_task()
     }
 
     /// Finishes pending work after stdin closed: the active run ends on its own, and a held
@@ -961,7 +926,7 @@ impl RpcServer {
             RpcCommand::NavigateTree(c) => {
                 // Answered inline: a run must not have the leaf moved under it, and waiting
                 // for it here would hold every other command (abort included) back.
-                if session.runs().is_streaming() {
+                if session.conversation().is_streaming() {
                     return fail(
                         id,
                         name,
@@ -1054,7 +1019,7 @@ fn state_of(session: &AgentSession) -> RpcSessionState {
     RpcSessionState {
         model: session.models().model().cloned(),
         thinking_level: session.models().thinking_level(),
-        is_streaming: session.runs().is_streaming(),
+        is_streaming: session.conversation().is_streaming(),
         is_compacting: conversation.is_compacting(),
         steering_mode: preferences.steering_mode(),
         follow_up_mode: preferences.follow_up_mode(),
@@ -1162,6 +1127,24 @@ fn done(id: Option<Value>, command: &str) -> Vec<u8> {
 
 fn fail(id: Option<Value>, command: &str, error: impl ToString) -> Vec<u8> {
     Response::<()>::failure(id, command, error.to_string()).to_line()
+}
+
+/// A failed action nobody waits for (its frame has no `id`) is reported as pi reports a
+/// rejected fire-and-forget call; pi names its runtime, not the extension, for the two message
+/// calls (ext §1.7).
+async fn report_unanswered(
+    extensions: &tau_extensions::Extensions,
+    request: &tau_extensions::ActionRequest,
+    error: &str,
+) {
+    if request.frame.id.is_some() {
+        return;
+    }
+    let path = match request.frame.action.as_str() {
+        "send_message" | "send_user_message" => "<runtime>",
+        _ => request.extension.as_str(),
+    };
+    extensions.report(path, &request.frame.action, error).await;
 }
 
 /// Runs RPC mode until stdin closes, `shutdown` resolves (with an exit code), or stdout fails.
@@ -1302,8 +1285,7 @@ where
                 }
             }, if startup.is_some() => {
                 startup = None;
-                let (skills, prompts) = discovered;
-                server.session.add_resource_paths(skills, prompts);
+                discovered.join(&mut server.session);
                 server.release_held().await;
             }
             () = command_answered.notified(), if server.shutdown_requested || !input_open => {}

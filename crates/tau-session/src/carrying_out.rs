@@ -1,7 +1,6 @@
 //! Every extension action (docs/extensions.md §4), carried out by the core: a front-end hands
 //! over the typed `ExtensionAction` and gets back what is left for it, the answer now or later,
-//! or the few actions that are about the front-end itself (ending the process, a compaction
-//! answered beside its loop). An extension's `sendUserMessage` reaches the session's one input
+//! or the one action that is about the front-end itself (ending the process). An extension's `sendUserMessage` reaches the session's one input
 //! path from here, and `ctx.newSession()` the one replacement, with no front-end code between.
 
 use futures_util::future::BoxFuture;
@@ -18,10 +17,10 @@ pub enum Carried {
     /// The answer for the extension.
     Answered(Result<Value, String>),
     /// The answer, once the future resolves; to be awaited beside the front-end's loop (a
-    /// `waitForIdle` waits for a run the loop must keep serving).
+    /// `waitForIdle` waits for a run the loop must keep serving, `compact` for the
+    /// compaction it started there).
     Later(BoxFuture<'static, Result<Value, String>>),
-    /// The front-end's own: `shutdown` (how the process ends) and `compact` (answered when
-    /// the compaction ends, beside the loop).
+    /// The front-end's own: `shutdown` (how the process ends).
     FrontEnd(ExtensionAction),
 }
 
@@ -99,9 +98,10 @@ pub async fn carry_out(
                 Ok(Value::Null)
             }));
         }
-        other @ (ExtensionAction::Shutdown | ExtensionAction::Compact { .. }) => {
-            return Carried::FrontEnd(other);
-        }
+        ExtensionAction::Compact {
+            custom_instructions,
+        } => return compact(session, custom_instructions).await,
+        other @ ExtensionAction::Shutdown => return Carried::FrontEnd(other),
         // The session-only ones (when they queued behind an earlier action of their process,
         // rather than being applied where the frame arrived), then what changes the session's
         // state without replacing it.
@@ -156,6 +156,25 @@ async fn send_user_message(
         }
         Err(err) => Err(err.to_string()),
     }
+}
+
+/// `ctx.compact()`: ends a running turn first, as pi does (ext §10.3.8), then compacts beside
+/// the front-end's loop like the `compact` command; answered when the compaction ends.
+async fn compact(session: &mut AgentSession, instructions: Option<String>) -> Carried {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let done: crate::CompactDone = Box::new(move |outcome| {
+        Box::pin(async move {
+            let outcome = outcome
+                .map(|result| serde_json::to_value(result).unwrap_or_default())
+                .map_err(|e| e.to_string());
+            let _ = tx.send(outcome);
+        })
+    });
+    session.start_compact(instructions, done).await;
+    Carried::Later(Box::pin(async move {
+        rx.await
+            .unwrap_or_else(|_| Err("the compaction ended without an outcome".to_string()))
+    }))
 }
 
 /// A replacement an extension asked for, answered with `{"cancelled"}`.

@@ -8,6 +8,7 @@ use tau_protocol::{SessionEvent, SessionSaveState};
 use futures_util::future::BoxFuture;
 use tau_agent::{RunHost, convert_to_llm};
 use tau_protocol::{AgentEvent, AgentMessage, AssistantMessage, Message, QueueMode, StopReason};
+use tau_protocol::{ImageContent, TextContent, UserContent, UserContentBlock, UserMessage};
 
 use crate::EventSink;
 use crate::retry::{RetrySettings, RetryState, is_retryable_reply};
@@ -631,4 +632,18 @@ impl RunHost for Host {
     fn has_steering(&self) -> bool {
         !self.conversation.lock().steering.is_empty()
     }
+}
+
+/// Builds a user message from a prompt's text and images (pi always writes the block form).
+pub(crate) fn user_message(text: &str, images: Vec<ImageContent>) -> AgentMessage {
+    let mut content = vec![UserContentBlock::Text(TextContent {
+        text: text.to_string(),
+        text_signature: None,
+    })];
+    content.extend(images.into_iter().map(UserContentBlock::Image));
+    AgentMessage::User(UserMessage {
+        content: UserContent::Blocks(content),
+        timestamp: tau_ai::now_ms(),
+        attachments: None,
+    })
 }

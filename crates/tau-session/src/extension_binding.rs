@@ -363,8 +363,8 @@ mod tests {
     #[test]
     fn next_turn_messages_go_out_once_in_order() {
         let mut binding = binding();
-        binding.hold_for_next_turn(crate::session::user_message("one", Vec::new()));
-        binding.hold_for_next_turn(crate::session::user_message("two", Vec::new()));
+        binding.hold_for_next_turn(crate::conversation::user_message("one", Vec::new()));
+        binding.hold_for_next_turn(crate::conversation::user_message("two", Vec::new()));
         let texts: Vec<String> = binding
             .take_next_turn()
             .iter()

@@ -394,17 +394,24 @@ impl tau_ai::provider::RequestHooks for ProviderHooks {
     }
 }
 
-/// Runs the `resources_discover` handlers (ext §3.2): the skill and prompt-template paths
-/// they name, merged in load order.
+/// The skill and prompt-template paths the `resources_discover` handlers named, in load
+/// order; [`DiscoveredResources::join`] adds them to a session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DiscoveredResources {
+    pub skills: Vec<String>,
+    pub prompts: Vec<String>,
+}
+
+/// Runs the `resources_discover` handlers (ext §3.2).
 pub async fn resources_discover(
     extensions: &Extensions,
     cwd: &std::path::Path,
     reason: &str,
-) -> (Vec<String>, Vec<String>) {
+) -> DiscoveredResources {
     let mut skills = Vec::new();
     let mut prompts = Vec::new();
     if !extensions.subscribed("resources_discover") {
-        return (skills, prompts);
+        return DiscoveredResources::default();
     }
     let cwd = cwd.display().to_string();
     let event = ExtensionEvent::ResourcesDiscover { cwd: &cwd, reason }.to_value();
@@ -416,17 +423,17 @@ pub async fn resources_discover(
             ControlFlow::Continue(())
         })
         .await;
-    (skills, prompts)
+    DiscoveredResources { skills, prompts }
 }
 
 /// The start of a session's first extensions: `session_start` (reason `startup`), then
-/// `resources_discover`, whose skill and prompt paths are returned for the session to add.
+/// `resources_discover`, whose skill and prompt paths are returned for the session to join.
 /// Every front-end runs it once its extensions are bound (beside its loop, so that a dialog
 /// `session_start` opens can be answered).
 pub async fn session_started(
     extensions: &Extensions,
     cwd: &std::path::Path,
-) -> (Vec<String>, Vec<String>) {
+) -> DiscoveredResources {
     let start = ExtensionEvent::SessionStart {
         reason: "startup",
         previous_session_file: None,

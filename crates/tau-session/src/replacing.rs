@@ -123,11 +123,11 @@ pub async fn restart_extensions(
     session.refresh_extension_state();
     extensions.reinitialize(reason).await;
     crate::extension_hooks::notify(extensions, start).await;
-    let (skills, prompts) = crate::extension_hooks::resources_discover(
+    crate::extension_hooks::resources_discover(
         extensions,
         session.workspace().cwd(),
         discover_reason,
     )
-    .await;
-    session.add_resource_paths(skills, prompts);
+    .await
+    .join(session);
 }

@@ -13,10 +13,7 @@ use serde_json::Value;
 use tau_agent::RunSpec;
 use tau_ai::registry::Registry;
 use tau_protocol::extension::ExtensionAction;
-use tau_protocol::{
-    AgentMessage, ImageContent, Model, TextContent, ThinkingLevel, UserContent, UserContentBlock,
-    UserMessage,
-};
+use tau_protocol::{AgentMessage, ImageContent, Model, ThinkingLevel};
 
 use crate::compactor::{CompactDone, ManualCompaction, Summarizer};
 use crate::conversation::Conversation;
@@ -243,11 +240,8 @@ impl AgentSession {
     pub fn conversation(&self) -> &Arc<Conversation> {
         &self.conversation
     }
-    /// The run task: whether one streams.
-    pub fn runs(&self) -> &Runs {
-        &self.runs
-    }
-    /// The run task: abort it, wait for it, gate the next one.
+    /// The run task: abort it, wait for it, gate the next one. Whether a run streams is
+    /// the conversation's to say (`conversation().is_streaming()`).
     pub fn runs_mut(&mut self) -> &mut Runs {
         &mut self.runs
     }
@@ -403,12 +397,6 @@ impl AgentSession {
         self.todos
             .set_clear_delay(crate::todos::clear_delay(self.preferences.settings()));
         self.workspace.reload_resources();
-    }
-
-    /// Skills and prompt templates the extensions' `resources_discover` handlers named: added
-    /// to the session's sources (as `--skill`/`--prompt-template` would) and loaded again.
-    pub fn add_resource_paths(&mut self, skills: Vec<String>, prompts: Vec<String>) {
-        self.workspace.add_resource_paths(skills, prompts);
     }
 
     /// Sets the display name (trimmed) and announces it with `session_info_changed`.
@@ -688,16 +676,12 @@ impl AgentSession {
     }
 }
 
-/// Builds a user message from a prompt's text and images (pi always writes the block form).
-pub(crate) fn user_message(text: &str, images: Vec<ImageContent>) -> AgentMessage {
-    let mut content = vec![UserContentBlock::Text(TextContent {
-        text: text.to_string(),
-        text_signature: None,
-    })];
-    content.extend(images.into_iter().map(UserContentBlock::Image));
-    AgentMessage::User(UserMessage {
-        content: UserContent::Blocks(content),
-        timestamp: tau_ai::now_ms(),
-        attachments: None,
-    })
+impl crate::extension_hooks::DiscoveredResources {
+    /// Adds the paths to the session's sources (as `--skill`/`--prompt-template` would) and
+    /// loads its skills and templates again.
+    pub fn join(self, session: &mut AgentSession) {
+        session
+            .workspace
+            .add_resource_paths(self.skills, self.prompts);
+    }
 }

@@ -31,6 +31,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use serde_json::Value;
+use tau_protocol::rpc::OutboundRecord;
 
 use app::{App, Dialog, DialogBody};
 
@@ -62,7 +63,8 @@ pub struct Options {
 }
 
 enum Input {
-    Record(Value),
+    /// A record other than a delta, decoded (one that does not decode is not sent).
+    Record(OutboundRecord),
     /// Consecutive `message_update` text or thinking deltas, joined.
     Delta {
         thinking: bool,
@@ -193,6 +195,7 @@ fn read_records(records: impl Read, tx: &mpsc::Sender<Input>) {
                     return;
                 }
                 if let Ok(record) = serde_json::from_slice::<Value>(record)
+                    && let Some(record) = app::decode(record)
                     && tx.send(Input::Record(record)).is_err()
                 {
                     return;
@@ -290,7 +293,7 @@ fn event_loop(
         // Everything already waiting is taken before the next frame.
         for input in std::iter::once(input).chain(rx.try_iter()) {
             match input {
-                Input::Record(record) => app.on_record(&record),
+                Input::Record(record) => app.on_record(record),
                 Input::Delta { thinking, text } => app.on_delta(thinking, &text),
                 Input::Terminal(Event::Key(key)) => app.on_key(key),
                 Input::Terminal(Event::Paste(text)) => app.on_paste(&text),
@@ -728,7 +731,7 @@ mod tests {
             r#"{"type":"message_update","assistantMessageEvent":{"type":"thinking_delta","contentIndex":1,"delta":"hm"}}"#,
             r#"{"type":"message_update","assistantMessageEvent":{"type":"toolcall_start","contentIndex":2}}"#,
             r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"d"}}"#,
-            r#"{"type":"message_end","message":{"role":"assistant"}}"#,
+            r#"{"type":"message_end","message":{"role":"assistant","content":[],"api":"a","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":1}}"#,
         ];
         let input = lines.join("\n") + "\n";
         let (tx, rx) = mpsc::channel();
@@ -737,7 +740,9 @@ mod tests {
             .try_iter()
             .map(|input| match input {
                 Input::Delta { thinking, text } => format!("delta {thinking} {text:?}"),
-                Input::Record(record) => format!("record {}", record["type"]),
+                Input::Record(record) => {
+                    format!("record {}", serde_json::to_value(record).unwrap()["type"])
+                }
                 Input::ServerGone => "gone".into(),
                 Input::Terminal(_) => "key".into(),
             })
@@ -753,5 +758,31 @@ mod tests {
                 "gone",
             ]
         );
+    }
+
+    #[test]
+    fn a_line_that_is_no_record_of_the_protocol_is_skipped() {
+        let lines = [
+            "not json",
+            r#"{"type":"no_such_event"}"#,
+            r#"{"type":"tool_execution_end","toolCallId":1}"#,
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta"}}"#,
+            r#"{"type":"agent_start"}"#,
+        ];
+        let input = lines.join("\n") + "\n";
+        let (tx, rx) = mpsc::channel();
+        read_records(std::io::Cursor::new(input.into_bytes()), &tx);
+        let got: Vec<String> = rx
+            .try_iter()
+            .map(|input| match input {
+                Input::Record(record) => {
+                    format!("record {}", serde_json::to_value(record).unwrap()["type"])
+                }
+                Input::Delta { .. } => "delta".into(),
+                Input::ServerGone => "gone".into(),
+                Input::Terminal(_) => "key".into(),
+            })
+            .collect();
+        assert_eq!(got, ["record \"agent_start\"", "gone"]);
     }
 }

@@ -49,7 +49,9 @@ fn label_of(path: &Path) -> Option<String> {
         match entry["type"].as_str() {
             Some("session_info") => name = entry["name"].as_str().map(str::to_string),
             Some("message") if first_message.is_none() && entry["message"]["role"] == "user" => {
-                first_message = Some(crate::text::content_text(&entry["message"]["content"]));
+                first_message = Some(crate::text::entry_content_text(
+                    &entry["message"]["content"],
+                ));
             }
             _ => {}
         }

@@ -3,7 +3,9 @@
 //! (tool results, model and label changes) pass their place to their children. A chain stays at
 //! one indent; a fork indents each branch under it, as a file tree does.
 
+use serde::Deserialize;
 use serde_json::Value;
+use tau_protocol::AssistantContent;
 
 /// One line of the picker.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,18 +103,20 @@ fn describe(node: &Value) -> Option<String> {
             match message["role"].as_str()? {
                 "user" => Some(format!(
                     "user: {}",
-                    one_line(&crate::text::content_text(&message["content"]))
+                    one_line(&crate::text::entry_content_text(&message["content"]))
                 )),
                 "assistant" => {
-                    let text = crate::text::content_text(&message["content"]);
+                    let content = Vec::<AssistantContent>::deserialize(&message["content"]).ok()?;
+                    let text = crate::text::assistant_text(&content);
                     if !text.trim().is_empty() {
                         return Some(format!("assistant: {}", one_line(&text)));
                     }
-                    let tools: Vec<&str> = message["content"]
-                        .as_array()?
+                    let tools: Vec<&str> = content
                         .iter()
-                        .filter(|b| b["type"] == "toolCall")
-                        .filter_map(|b| b["name"].as_str())
+                        .filter_map(|block| match block {
+                            AssistantContent::ToolCall(call) => Some(call.name.as_str()),
+                            _ => None,
+                        })
                         .collect();
                     if tools.is_empty() {
                         let error = message["errorMessage"].as_str().unwrap_or("(no text)");
@@ -128,7 +132,7 @@ fn describe(node: &Value) -> Option<String> {
                 "custom" => Some(format!(
                     "{}: {}",
                     message["customType"].as_str().unwrap_or("extension"),
-                    one_line(&crate::text::content_text(&message["content"]))
+                    one_line(&crate::text::entry_content_text(&message["content"]))
                 )),
                 _ => None,
             }
@@ -141,7 +145,7 @@ fn describe(node: &Value) -> Option<String> {
         "custom_message" => Some(format!(
             "{}: {}",
             entry["customType"].as_str().unwrap_or("extension"),
-            one_line(&crate::text::content_text(&entry["content"]))
+            one_line(&crate::text::entry_content_text(&entry["content"]))
         )),
         _ => None,
     }

@@ -245,7 +245,7 @@ impl Conversation {
         let mut state = self.lock();
         let queued = Queued {
             text: Some(text.to_string()),
-            message: crate::session::user_message(text, images),
+            message: crate::conversation::user_message(text, images),
         };
         match queue_as {
             crate::QueueAs::Steer => state.steering.push_back(queued),
@@ -340,9 +340,10 @@ mod tests {
         {
             let mut state = c.lock();
             state.run_active = true;
-            state
-                .held_back
-                .push(crate::session::user_message("after the run", Vec::new()));
+            state.held_back.push(crate::conversation::user_message(
+                "after the run",
+                Vec::new(),
+            ));
         }
         assert_eq!(c.message_count(), 0);
         c.flush_held_back();

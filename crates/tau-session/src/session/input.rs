@@ -8,8 +8,9 @@
 use tau_protocol::{ImageContent, SessionEvent};
 use tokio_util::sync::CancellationToken;
 
-use super::{AgentSession, Launch, PromptOutcome, QueueAs, SessionError, user_message};
+use super::{AgentSession, Launch, PromptOutcome, QueueAs, SessionError};
 use crate::EventSink;
+use crate::conversation::user_message;
 use crate::extension_hooks::{self, InputOutcome};
 use crate::mcp::McpServers;
 use crate::workspace::Workspace;

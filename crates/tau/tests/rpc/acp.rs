@@ -1224,3 +1224,40 @@ fn acp_mode_refuses_the_session_flags_the_client_decides() {
         );
     }
 }
+
+#[test]
+fn acp_an_extension_command_runs_the_message_it_sends_and_waits_for_it() {
+    let wait_run = format!(
+        "{}/tests/fixtures/extensions/wait-run.ts",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (mock, mut acp) = setup_with(|b| b.arg("-e").arg(&wait_run));
+    let session = acp.new_session();
+    mock.push(Reply::text("answered for the command"));
+    // The handler sends a user message, waits until its run is under way, then for its end:
+    // the core carries the message into the session while the handler still runs.
+    let id = prompt(&mut acp, &session, "/run-and-wait tell me more");
+    let seen = acp.until_response(id);
+    assert_eq!(
+        seen.last().expect("response")["result"]["stopReason"],
+        "end_turn",
+        "{seen:#?}"
+    );
+    assert_eq!(
+        chunks(&seen, "agent_message_chunk"),
+        "answered for the command"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0].body.to_string().contains("tell me more"),
+        "{}",
+        requests[0].body
+    );
+    // The session goes on as before.
+    mock.push(Reply::text("later"));
+    let id = prompt(&mut acp, &session, "hello");
+    let seen = acp.until_response(id);
+    assert_eq!(chunks(&seen, "agent_message_chunk"), "later");
+    assert!(acp.close().success());
+}

@@ -1,0 +1,218 @@
+//! The modes a prepared run is served in: RPC on stdin/stdout, ACP, the terminal UI and the
+//! one-shot text and JSON modes. The last two and the terminal are clients of the RPC server
+//! over in-process pipes (T111), so every mode runs the same session core.
+
+use std::io;
+
+use tau_rpc::ExitReason;
+
+use crate::cli::{self, RunMode};
+use crate::process::{redirect_stderr, restore_stderr};
+use crate::startup::{Prepared, Run};
+use crate::{WARNINGS, oneshot};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Serves the run in its mode; returns the process's exit code.
+pub(crate) fn serve(prepared: Prepared) -> anyhow::Result<u8> {
+    let Prepared { run, runtime } = prepared;
+    let served = match run.mode {
+        RunMode::Rpc => Ok((serve_rpc(run, &runtime), 0)),
+        RunMode::Acp => serve_acp(run, &runtime).map(|reason| (reason, 0)),
+        RunMode::Interactive => serve_terminal(run, &runtime),
+        RunMode::Text | RunMode::Json => serve_one_shot(run, &runtime),
+    };
+    if let Ok((ExitReason::Signal(_), _)) = served {
+        // The aborted run already killed its shells; this catches any that were still
+        // starting, since the process exits without running their destructors.
+        tau_tools::bash::kill_running_shells();
+    }
+    // The stdin reader thread may still be blocked in read(); do not wait for it.
+    runtime.shutdown_background();
+    // The bash overflow logs were for this run's client and model only.
+    tau_tools::bash::remove_spill_files();
+    let (reason, decided) = served?;
+    Ok(match reason {
+        ExitReason::InputClosed => decided,
+        ExitReason::OutputFailed => 1,
+        ExitReason::Signal(code) => u8::try_from(code).unwrap_or(1),
+    })
+}
+
+fn serve_rpc(run: Run, runtime: &tokio::runtime::Runtime) -> ExitReason {
+    let Run {
+        extensions,
+        session,
+        cli,
+        protocol_out,
+        signals,
+        ..
+    } = run;
+    let shape = match cli.message_updates {
+        cli::MessageUpdates::Full => tau_rpc::UpdateShape::Full,
+        cli::MessageUpdates::Lean => tau_rpc::UpdateShape::Lean,
+    };
+    runtime.block_on(tau_rpc::serve(
+        io::stdin(),
+        protocol_out,
+        VERSION,
+        shape,
+        |sink| session.into_session(sink),
+        extensions.take(),
+        signals.first(),
+    ))
+}
+
+fn serve_acp(run: Run, runtime: &tokio::runtime::Runtime) -> anyhow::Result<ExitReason> {
+    let Run {
+        extensions,
+        acp_launcher,
+        protocol_out,
+        signals,
+        ..
+    } = run;
+    let Some(launcher) = acp_launcher else {
+        anyhow::bail!("the ACP launcher was not prepared");
+    };
+    let extensions = extensions.take().map(|loaded| tau_acp::AcpExtensions {
+        set: loaded.set,
+        actions: loaded.actions,
+        outlet: loaded.outlet,
+    });
+    let serving = tau_acp::serve(
+        io::stdin(),
+        protocol_out,
+        launcher,
+        extensions,
+        signals.first(),
+    );
+    Ok(match runtime.block_on(serving) {
+        tau_acp::ExitReason::InputClosed => ExitReason::InputClosed,
+        tau_acp::ExitReason::Signal(code) => ExitReason::Signal(code),
+        tau_acp::ExitReason::OutputFailed => ExitReason::OutputFailed,
+    })
+}
+
+fn serve_terminal(run: Run, runtime: &tokio::runtime::Runtime) -> anyhow::Result<(ExitReason, u8)> {
+    let Run {
+        extensions,
+        session,
+        cli,
+        prompts,
+        agent_dir,
+        cwd,
+        listing_dir,
+        resumed,
+        theme,
+        protocol_out,
+        signals,
+        ..
+    } = run;
+    let (commands_in, commands_out) = io::pipe()?;
+    let (records_in, records_out) = io::pipe()?;
+    let options = tau_tui::Options {
+        cwd_label: home_relative(&cwd),
+        history_file: Some(history_file(&agent_dir, &cwd)),
+        cwd,
+        session_dir: Some(listing_dir),
+        show_history: resumed,
+        resume: cli.resume,
+        initial_prompt: prompts.into_iter().next().map(|p| p.text),
+        warnings: WARNINGS.lock().map(|w| w.clone()).unwrap_or_default(),
+        theme,
+    };
+    // What tau and its extension processes write to stderr would land on the screen the UI
+    // draws: it goes to a log file in the agent directory while the UI runs.
+    let stderr_log = redirect_stderr(&agent_dir);
+    let driving = std::thread::Builder::new()
+        .name("tau-tui".into())
+        .spawn(move || tau_tui::run(records_in, commands_out, protocol_out, options))?;
+    // The UI gets pi's lean stream: it adds up the deltas itself.
+    let reason = runtime.block_on(tau_rpc::serve(
+        commands_in,
+        records_out,
+        VERSION,
+        tau_rpc::UpdateShape::Lean,
+        |sink| session.into_session(sink),
+        extensions.take(),
+        signals.first(),
+    ));
+    let code = driving.join();
+    restore_stderr(stderr_log);
+    match code {
+        Ok(Ok(code)) => Ok((reason, code)),
+        Ok(Err(e)) => anyhow::bail!("the terminal UI failed: {e}"),
+        Err(_) => Ok((reason, 1)),
+    }
+}
+
+fn serve_one_shot(run: Run, runtime: &tokio::runtime::Runtime) -> anyhow::Result<(ExitReason, u8)> {
+    if !run.session.has_model() {
+        anyhow::bail!(
+            "No models available. Set a provider's API key in the environment (for example \
+             ANTHROPIC_API_KEY or OPENAI_API_KEY), store one in auth.json, or add a model to \
+             models.json in the agent directory."
+        );
+    }
+    let Run {
+        extensions,
+        session,
+        mode,
+        prompts,
+        header,
+        protocol_out,
+        signals,
+        ..
+    } = run;
+    let driver = oneshot::Driver {
+        output: match mode {
+            RunMode::Json => oneshot::Output::Json,
+            _ => oneshot::Output::Text,
+        },
+        prompts,
+        header,
+        progress: io::IsTerminal::is_terminal(&io::stderr()),
+    };
+    let (commands_in, commands_out) = io::pipe()?;
+    let (records_in, records_out) = io::pipe()?;
+    let driving = std::thread::Builder::new()
+        .name("tau-oneshot".into())
+        .spawn(move || driver.drive(records_in, commands_out, protocol_out))?;
+    // The one-shot modes print pi's full event shape.
+    let reason = runtime.block_on(tau_rpc::serve(
+        commands_in,
+        records_out,
+        VERSION,
+        tau_rpc::UpdateShape::Full,
+        |sink| session.into_session(sink),
+        extensions.take(),
+        signals.first(),
+    ));
+    Ok((reason, driving.join().unwrap_or(1)))
+}
+
+/// The folder as the terminal UI's footer shows it: `~/…` below the home directory.
+fn home_relative(cwd: &std::path::Path) -> String {
+    match std::env::var_os("HOME").map(std::path::PathBuf::from) {
+        Some(home) if cwd.starts_with(&home) && home.as_os_str().len() > 1 => format!(
+            "~/{}",
+            cwd.strip_prefix(&home)
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        )
+        .trim_end_matches('/')
+        .to_string(),
+        _ => cwd.display().to_string(),
+    }
+}
+
+/// The terminal UI's prompt history for this folder (one file per folder, in the agent
+/// directory, named as the folder's default session directory is).
+fn history_file(agent_dir: &std::path::Path, cwd: &std::path::Path) -> std::path::PathBuf {
+    let sessions = tau_store::paths::default_session_dir(agent_dir, cwd);
+    let name = sessions
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "default".into());
+    agent_dir.join("history").join(format!("{name}.jsonl"))
+}
