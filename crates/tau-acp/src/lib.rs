@@ -5,16 +5,19 @@
 //! ([`server`]), what a prompt's content blocks become ([`prompt`]), the translation of the
 //! session's events into `session/update` notifications ([`updates`]) and the model and
 //! thinking-level choices offered as session config options ([`options`]), extension
-//! dialogs as permission requests ([`dialogs`]) and the file tools through the editor
-//! ([`files`]).
+//! dialogs as permission requests ([`dialogs`]), the core's permission modes and requests
+//! ([`permissions`]), the file tools through the editor ([`files`]) and `bash` in the editor's
+//! terminal ([`terminal`]).
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod dialogs;
 pub mod error;
 pub mod files;
 pub mod options;
+pub mod permissions;
 pub mod prompt;
 pub mod server;
+pub mod terminal;
 pub mod transport;
 pub mod updates;
 

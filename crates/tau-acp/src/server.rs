@@ -19,9 +19,17 @@ use agent_client_protocol::v1::schema::{
     ConfigOptionUpdate, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
     ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    SessionCapabilities, SessionInfo, SessionListCapabilities, SessionNotification, SessionUpdate,
+    SessionCapabilities, SessionListCapabilities, SessionNotification, SessionUpdate,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason,
     UnstructuredCommandInput,
+};
+use agent_client_protocol::v1::schema::{
+    CloseSessionRequest, CloseSessionResponse, ForkSessionRequest, ForkSessionResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCloseCapabilities, SessionForkCapabilities,
+    SessionResumeCapabilities,
+};
+use agent_client_protocol::v1::schema::{
+    CurrentModeUpdate, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Lines};
@@ -41,8 +49,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dialogs::Dialogs;
 use crate::files::ClientFiles;
+use crate::terminal::ClientTerminals;
 use crate::updates::{Context, Translator};
 use crate::{AcpError, dialogs, options, prompt, transport};
+
+mod sessions;
 
 /// Capacity of each session's event channel, in records (as RPC mode's writer queue).
 const EVENTS_CAPACITY: usize = 1024;
@@ -87,6 +98,8 @@ pub struct Launcher {
     pub version: String,
     /// Starts the extensions for each session after the first (none without extensions).
     pub load_extensions: Option<ExtensionLoader>,
+    /// The permission mode each session starts in (decision T123).
+    pub permission_mode: tau_protocol::PermissionMode,
 }
 
 impl Launcher {
@@ -134,6 +147,7 @@ impl Launcher {
             sink,
         );
         session.settle();
+        session.permissions().set_mode(self.permission_mode);
         // The client's servers replace tau's own of the same name, as a later source does.
         let servers =
             tau_mcp::merge_layers([client_mcp_servers(client_servers), self.mcp_servers.clone()]);
@@ -229,6 +243,10 @@ enum Incoming {
         Responder<SetSessionConfigOptionResponse>,
     ),
     Cancel(CancelNotification),
+    Resume(ResumeSessionRequest, Responder<ResumeSessionResponse>),
+    Close(CloseSessionRequest, Responder<CloseSessionResponse>),
+    Fork(ForkSessionRequest, Responder<ForkSessionResponse>),
+    SetMode(SetSessionModeRequest, Responder<SetSessionModeResponse>),
 }
 
 /// One open ACP session.
@@ -297,17 +315,24 @@ where
     let builder = forward!(builder, NewSessionRequest, NewSession);
     let builder = forward!(builder, LoadSessionRequest, LoadSession);
     let builder = forward!(builder, ListSessionsRequest, ListSessions);
+    let builder = forward!(builder, ResumeSessionRequest, Resume);
+    let builder = forward!(builder, CloseSessionRequest, Close);
+    let builder = forward!(builder, ForkSessionRequest, Fork);
     let builder = forward!(builder, PromptRequest, Prompt);
     let builder = forward!(builder, SetSessionConfigOptionRequest, SetConfigOption);
+    let builder = forward!(builder, SetSessionModeRequest, SetMode);
     let cancel_tx = tx.clone();
     let shared_dialogs = Arc::new(Dialogs::default());
     let cancel_dialogs = Arc::clone(&shared_dialogs);
+    let permission_prompts: Arc<crate::permissions::Prompts> = Arc::default();
+    let cancel_prompts = Arc::clone(&permission_prompts);
     let builder = builder.on_receive_notification(
         async move |notification: CancelNotification, _cx| {
             // Here rather than in the loop: the loop may be waiting on the handler whose
             // dialog this withdraws.
             cancel_dialogs.mark_cancelled(&notification.session_id.0);
             cancel_dialogs.cancel_session(&notification.session_id.0);
+            cancel_prompts.cancel_session(&notification.session_id.0);
             let _ = cancel_tx.send(Incoming::Cancel(notification));
             Ok(())
         },
@@ -322,8 +347,10 @@ where
         spare: extensions,
         work_tx,
         dialogs: shared_dialogs,
+        permission_prompts,
         commands: HashMap::new(),
         client_fs: (false, false),
+        client_terminal: false,
         http: None,
         stale_mirrors: std::collections::HashSet::new(),
     };
@@ -361,10 +388,14 @@ struct Server {
     /// Where each bound set's work (`action` frames, barriers) comes in, with its session.
     work_tx: mpsc::UnboundedSender<(String, tau_extensions::Work)>,
     dialogs: Arc<Dialogs>,
+    /// The core's permission requests open on the wire.
+    permission_prompts: Arc<crate::permissions::Prompts>,
     /// The extension command each session runs, cancelled by `session/cancel`.
     commands: HashMap<String, CancellationToken>,
     /// The client offered `fs/read_text_file` and `fs/write_text_file`.
     client_fs: (bool, bool),
+    /// The client offered `terminal/*`: `bash` runs in its terminals.
+    client_terminal: bool,
     /// One HTTP client for every session: they share its connections to the providers, and
     /// it is made when the first session opens rather than on the first prompt.
     http: Option<tau_ai::provider::HttpClient>,
@@ -456,6 +487,7 @@ impl Server {
             Incoming::Initialize(request, responder) => {
                 let fs = &request.client_capabilities.fs;
                 self.client_fs = (fs.read_text_file, fs.write_text_file);
+                self.client_terminal = request.client_capabilities.terminal;
                 let _ = responder.respond(self.initialize(&request));
             }
             Incoming::Authenticate(responder) => {
@@ -486,9 +518,24 @@ impl Server {
                     Err(err) => responder.respond_with_error(err.to_rpc()),
                 };
             }
+            Incoming::Resume(request, responder) => {
+                self.resume_session(cx, request, responder).await;
+            }
+            Incoming::Close(request, responder) => {
+                self.close_session(cx, request, responder).await;
+            }
+            Incoming::Fork(request, responder) => {
+                self.fork_session(cx, request, responder).await;
+            }
             Incoming::Cancel(notification) => {
                 let id = notification.session_id.0.to_string();
                 self.cancel(cx, &id).await;
+            }
+            Incoming::SetMode(request, responder) => {
+                let _ = match self.set_mode(cx, &request) {
+                    Ok(()) => responder.respond(SetSessionModeResponse::new()),
+                    Err(err) => responder.respond_with_error(err.to_rpc()),
+                };
             }
         }
     }
@@ -498,7 +545,13 @@ impl Server {
             .load_session(true)
             .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
             .mcp_capabilities(McpCapabilities::new().http(true).sse(true))
-            .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()));
+            .session_capabilities(
+                SessionCapabilities::new()
+                    .list(SessionListCapabilities::new())
+                    .resume(SessionResumeCapabilities::new())
+                    .close(SessionCloseCapabilities::new())
+                    .fork(SessionForkCapabilities::new()),
+            );
         let agent_dir = self.launcher.config.agent_dir.display();
         let auth_methods =
             vec![
@@ -521,8 +574,8 @@ impl Server {
             .agent_info(Implementation::new("tau", self.launcher.version.clone()).title("tau"))
     }
 
-    /// A new session channel and slot for `session`, its file tools through the client when
-    /// it offered them.
+    /// A new session channel and slot for `session`, its file tools and `bash` through the
+    /// client when it offered them.
     fn insert(
         &mut self,
         cx: &ConnectionTo<Client>,
@@ -543,6 +596,14 @@ impl Server {
                 read,
                 write,
             }));
+        }
+        if self.client_terminal {
+            session
+                .tools()
+                .set_client_commands(Arc::new(ClientTerminals {
+                    cx: cx.clone(),
+                    session: id.clone(),
+                }));
         }
         let translator = Translator::new(session.workspace().cwd().to_path_buf());
         self.slots.insert(
@@ -665,11 +726,14 @@ impl Server {
                 return;
             }
         };
+        // Findable by its id from now on, also by another process (T122).
+        self.record_pending(&id);
         let Some(slot) = self.slots.get(&id) else {
             return;
         };
-        let response =
-            NewSessionResponse::new(id.clone()).config_options(options::current(&slot.session));
+        let response = NewSessionResponse::new(id.clone())
+            .config_options(options::current(&slot.session))
+            .modes(crate::permissions::modes(slot.session.permissions().mode()));
         let _ = responder.respond(response);
         self.announce_commands(cx, &id);
     }
@@ -681,20 +745,13 @@ impl Server {
         responder: Responder<LoadSessionResponse>,
     ) {
         let id = request.session_id.0.to_string();
-        if !self.slots.contains_key(&id) {
-            // Only the exact id: an id prefix (as `--session` takes) could open another.
-            let Some(file) = self.launcher.find_session(&request.cwd, &id) else {
-                let _ = responder.respond_with_error(AcpError::UnknownSession(id).to_rpc());
-                return;
-            };
-            let choice = SessionChoice::Open(file.to_string_lossy().into_owned());
-            let opened = self
-                .open_slot(cx, &request.cwd, &choice, &request.mcp_servers)
-                .await;
-            if let Err(err) = opened {
-                let _ = responder.respond_with_error(err.to_rpc());
-                return;
-            }
+        // From its file, or from its pending record when it has none yet (T122).
+        let opened = self
+            .ensure_open(cx, &request.cwd, &id, &request.mcp_servers)
+            .await;
+        if let Err(err) = opened {
+            let _ = responder.respond_with_error(err.to_rpc());
+            return;
         }
         let Some(slot) = self.slots.get_mut(&id) else {
             let _ = responder.respond_with_error(AcpError::UnknownSession(id).to_rpc());
@@ -708,23 +765,16 @@ impl Server {
         for update in updates {
             notify(cx, &id, update);
         }
-        let response = LoadSessionResponse::new().config_options(options::current(&slot.session));
+        let response = LoadSessionResponse::new()
+            .config_options(options::current(&slot.session))
+            .modes(crate::permissions::modes(slot.session.permissions().mode()));
         let _ = responder.respond(response);
         self.announce_commands(cx, &id);
     }
 
-    /// The sessions stored for the request's folder (every folder's without one), newest
-    /// first. Everything fits one page.
+    /// The sessions stored and pending for the request's folder (`sessions.rs`).
     fn list_sessions(&self, request: &ListSessionsRequest) -> ListSessionsResponse {
-        let dirs: Vec<PathBuf> = match &request.cwd {
-            Some(cwd) => vec![self.launcher.session_dir(cwd)],
-            None => self.launcher.session_dirs(None),
-        };
-        let found = tau_store::list_sessions(&dirs, request.cwd.as_deref())
-            .into_iter()
-            .map(|file| SessionInfo::new(file.id, file.cwd).updated_at(rfc3339(file.modified)))
-            .collect();
-        ListSessionsResponse::new(found)
+        self.list_stored(request)
     }
 
     async fn prompt(
@@ -796,6 +846,29 @@ impl Server {
         self.drain(cx, &id);
     }
 
+    /// `session/set_mode`: the session's permission mode (decision T123).
+    fn set_mode(
+        &mut self,
+        cx: &ConnectionTo<Client>,
+        request: &SetSessionModeRequest,
+    ) -> Result<(), AcpError> {
+        let id = request.session_id.0.to_string();
+        let slot = self
+            .slots
+            .get_mut(&id)
+            .ok_or_else(|| AcpError::UnknownSession(id.clone()))?;
+        let mode = tau_protocol::PermissionMode::parse(&request.mode_id.0)
+            .ok_or_else(|| AcpError::InvalidParams(format!("no mode \"{}\"", request.mode_id.0)))?;
+        if slot.session.permissions().set_mode(mode) {
+            notify(
+                cx,
+                &id,
+                SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str())),
+            );
+        }
+        Ok(())
+    }
+
     /// Ends the session's turn: the run is aborted (its last events written), and the
     /// prompt is answered `cancelled` as those events are translated.
     async fn cancel(&mut self, cx: &ConnectionTo<Client>, id: &str) {
@@ -840,9 +913,10 @@ impl Server {
             .as_value_id()
             .ok_or_else(|| AcpError::InvalidParams("tau's options take a value id".to_string()))?;
         options::set(&mut slot.session, &request.config_id.0, &value.0).await?;
-        Ok(SetSessionConfigOptionResponse::new(options::current(
-            &slot.session,
-        )))
+        let response = SetSessionConfigOptionResponse::new(options::current(&slot.session));
+        // Before the first reply, the choice is kept for another process's load (T122).
+        self.note_pending_options(&id);
+        Ok(response)
     }
 
     /// One record of a session's output: its events become updates; a run that settled
@@ -864,6 +938,38 @@ impl Server {
         for update in slot.translator.event(&event, &context) {
             notify(cx, id, update);
         }
+        match &*event {
+            SessionEvent::PermissionRequest {
+                id: request,
+                tool_call_id,
+                args,
+                kind,
+                title,
+                rule,
+                ..
+            } => self.permission_prompts.ask(
+                cx,
+                id,
+                std::sync::Arc::clone(slot.session.permissions()),
+                crate::permissions::Asked {
+                    id: request.clone(),
+                    tool_call_id: tool_call_id.clone(),
+                    args: args.clone(),
+                    kind: *kind,
+                    title: title.clone(),
+                    rule: rule.clone(),
+                },
+            ),
+            SessionEvent::PermissionWithdrawn { id: request } => {
+                self.permission_prompts.withdraw(request);
+            }
+            SessionEvent::PermissionModeChanged { mode } => notify(
+                cx,
+                id,
+                SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str())),
+            ),
+            _ => {}
+        }
         if let SessionEvent::ThinkingLevelChanged { .. } = *event {
             // Changed by tau (a new model's levels, an extension): the client's select follows.
             let options = options::current(&slot.session);
@@ -872,6 +978,10 @@ impl Server {
                 id,
                 SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options)),
             );
+        }
+        if let SessionEvent::AgentSettled { .. } = *event {
+            // The first reply wrote the session file: its pending record is done with (T122).
+            sessions::settle_pending(&slot.session, id);
         }
         if let SessionEvent::AgentSettled { aborted } = *event
             && let Some(responder) = slot.pending.take()

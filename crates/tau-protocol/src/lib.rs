@@ -18,6 +18,7 @@ mod host_tools;
 mod message;
 mod model;
 mod modes;
+mod permissions;
 pub mod rpc;
 pub mod schema;
 mod session_event;
@@ -41,6 +42,7 @@ pub use model::{
     clamp_thinking_level,
 };
 pub use modes::{InterruptMode, QueueMode};
+pub use permissions::{PermissionMode, PermissionOutcome, ToolKind};
 pub use session_event::{
     CompactionDetails, CompactionReason, CompactionResult, McpServerState, McpTransport,
     SessionEvent, SessionSaveState, TodoReminderItem,

@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 
 use crate::SessionEvent;
 use crate::rpc::{
-    ExtensionUiRequest, ExtensionUiResponse, HostToolResult, HostToolUpdate, Ready, RpcCommand,
+    ExtensionUiRequest, ExtensionUiResponse, HostToolResult, HostToolUpdate, PermissionResponse,
+    Ready, RpcCommand,
 };
 use crate::{HostToolCall, HostToolCancel};
 
@@ -25,6 +26,7 @@ pub fn protocol_schema() -> Value {
         schema_of(&mut generator, subschema::<ExtensionUiResponse>),
         schema_of(&mut generator, subschema::<HostToolResult>),
         schema_of(&mut generator, subschema::<HostToolUpdate>),
+        schema_of(&mut generator, subschema::<PermissionResponse>),
     ];
     let stdout = vec![
         schema_of(&mut generator, subschema::<Ready>),

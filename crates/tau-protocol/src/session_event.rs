@@ -219,6 +219,29 @@ pub enum SessionEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         unsaved: Option<u64>,
     },
+    /// tau's own (decision T123): a tool call waits for the user's word. Answered with a
+    /// `permission_response` frame of the same `id`; until then the run waits.
+    PermissionRequest {
+        /// The request's id, for the answer.
+        id: String,
+        tool_call_id: String,
+        tool_name: String,
+        args: Value,
+        kind: crate::ToolKind,
+        /// A line saying what the call would do (`Run git push`, `Edit src/main.rs`).
+        title: String,
+        /// The rule `allowAlways` adds (`bash(git push)`, `edit`, `mcp_files_write`).
+        rule: String,
+    },
+    /// tau's own (decision T123): a `permission_request` no longer waits (the run was
+    /// aborted, or input ended); an answer to it is ignored.
+    PermissionWithdrawn {
+        id: String,
+    },
+    /// tau's own (decision T123): the session's permission mode changed.
+    PermissionModeChanged {
+        mode: crate::PermissionMode,
+    },
     /// An agent-run event, forwarded as is.
     #[serde(untagged)]
     Agent(AgentEvent),

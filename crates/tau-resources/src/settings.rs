@@ -464,6 +464,9 @@ pub const KEYS: &[SettingKey] = &[
     key("mcp.startupTimeoutMs", Reach::Behaviour),
     key("mcp.maxRestarts", Reach::Behaviour),
     key("theme", Reach::Behaviour),
+    // An `allow` rule lets a command run without asking (decision T123).
+    key("permissions", Reach::RunsCode),
+    key("permissions.defaultMode", Reach::RunsCode),
 ];
 
 /// pi's `parseHttpIdleTimeoutMs`: a non-negative number (floored), a string holding one, or

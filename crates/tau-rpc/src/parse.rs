@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use tau_protocol::rpc::{
-    CommandError, ExtensionUiResponse, HostToolResult, HostToolUpdate, Response, RpcCommand,
+    CommandError, ExtensionUiResponse, HostToolResult, HostToolUpdate, PermissionResponse,
+    Response, RpcCommand,
 };
 
 /// Prefix of every error about a line that is not a usable command object.
@@ -21,6 +22,7 @@ pub enum Inbound {
     UiResponse(ExtensionUiResponse),
     HostToolResult(HostToolResult),
     HostToolUpdate(HostToolUpdate),
+    PermissionResponse(PermissionResponse),
     /// Answered with this error response and otherwise ignored.
     Rejected(Response),
     /// Dropped silently: pi never answers `extension_ui_response`, even a malformed one.
@@ -73,6 +75,11 @@ pub fn parse_line(line: &[u8]) -> Inbound {
         "host_tool_update" => match serde_path_to_error::deserialize(value) {
             Ok(update) => Inbound::HostToolUpdate(update),
             Err(err) => frame_error(id, "host_tool_update", err),
+        },
+        // tau's own frame: unlike pi's dialog answers, a malformed one is told so.
+        "permission_response" => match serde_path_to_error::deserialize(value) {
+            Ok(response) => Inbound::PermissionResponse(response),
+            Err(err) => frame_error(id, "permission_response", err),
         },
         _ => match RpcCommand::decode(&kind, value) {
             Ok(command) => Inbound::Command { id, command },

@@ -255,6 +255,18 @@ impl RpcServer {
                     .host_bridge()
                     .update(&frame.id, frame.partial_result);
             }
+            // An answer to a request that no longer waits (withdrawn, answered) changes
+            // nothing, as with dialogs.
+            Inbound::PermissionResponse(response) => {
+                let answered = self.session.permissions().answer(
+                    &response.id,
+                    response.outcome,
+                    response.remember,
+                );
+                if !answered {
+                    tracing::debug!("no permission request {} waits", response.id);
+                }
+            }
             // Routed to the dialog it answers; pi ignores responses whose id matches nothing.
             Inbound::UiResponse(response) => {
                 if let Some(extensions) = self.session.extension_binding().extensions() {
@@ -845,6 +857,14 @@ impl RpcServer {
                 session.set_preference(Preference::InterruptMode(c.mode));
                 done(id, name)
             }
+            RpcCommand::SetPermissionMode(c) => {
+                if session.permissions().set_mode(c.mode) {
+                    self.sink
+                        .emit(tau_protocol::SessionEvent::PermissionModeChanged { mode: c.mode })
+                        .await;
+                }
+                done(id, name)
+            }
             RpcCommand::SetAutoCompaction(c) => {
                 session.set_preference(Preference::AutoCompaction(c.enabled));
                 done(id, name)
@@ -1035,6 +1055,7 @@ fn state_of(session: &AgentSession) -> RpcSessionState {
         pending_message_count: conversation.pending_message_count(),
         queued_message_count: conversation.queued_message_count(),
         todo_phases: session.tools().todo_phases().to_vec(),
+        permission_mode: session.permissions().mode(),
         dump_tools: Some(
             next.tool_descriptions()
                 .into_iter()
@@ -1391,6 +1412,7 @@ fn acts_at_once(inbound: &Inbound) -> bool {
             RpcCommand::Abort(_) | RpcCommand::AbortRetry(_) | RpcCommand::AbortBash(_)
         ),
         Inbound::UiResponse(_)
+        | Inbound::PermissionResponse(_)
         | Inbound::HostToolResult(_)
         | Inbound::HostToolUpdate(_)
         | Inbound::Rejected(_)

@@ -352,6 +352,8 @@ pub(crate) struct Host {
     pub cancel: tokio_util::sync::CancellationToken,
     /// The MCP servers' tools, whose lists change while the run goes on.
     pub mcp: Option<crate::mcp::McpRunTools>,
+    /// Checked after the extensions' `tool_call` hook, which may block first (as in pi).
+    pub permissions: Arc<crate::permissions::Permissions>,
 }
 
 fn take(queue: &mut VecDeque<Queued>, mode: QueueMode) -> Vec<Queued> {
@@ -583,13 +585,17 @@ impl RunHost for Host {
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> BoxFuture<'a, Result<serde_json::Map<String, serde_json::Value>, String>> {
         Box::pin(async move {
-            match &self.extensions {
+            let arguments = match &self.extensions {
                 Some(extensions) if extensions.subscribed("tool_call") => {
                     crate::extension_hooks::tool_call(extensions, call, arguments, &self.cancel)
-                        .await
+                        .await?
                 }
-                _ => Ok(arguments),
-            }
+                _ => arguments,
+            };
+            self.permissions
+                .check(call, &arguments, &self.events, &self.cancel)
+                .await?;
+            Ok(arguments)
         })
     }
 

@@ -23,6 +23,7 @@ pub mod mcp;
 pub mod model_choice;
 pub mod models;
 mod outbound;
+pub mod permissions;
 pub mod preferences;
 pub mod replacing;
 pub mod retry;

@@ -45,6 +45,8 @@ pub(crate) struct RunServices {
     pub todos: Arc<crate::todos::Todos>,
     /// The MCP servers' tools, followed from one model call to the next.
     pub mcp: Option<crate::mcp::McpRunTools>,
+    /// What tool calls may do without asking.
+    pub permissions: Arc<crate::permissions::Permissions>,
 }
 
 /// The session's run task, if one is under way.
@@ -233,6 +235,7 @@ impl Runs {
             turn_index: std::sync::atomic::AtomicU64::new(0),
             cancel: cancel.clone(),
             mcp: services.mcp,
+            permissions: services.permissions,
         };
         host.conversation.lock().run_active = true;
         host.conversation.set_current_run(Arc::clone(&running));
@@ -530,6 +533,14 @@ mod tests {
             block_images: false,
             todos: crate::todos::Todos::new(events, false, None),
             mcp: None,
+            permissions: Arc::new(
+                crate::permissions::Permissions::new(
+                    std::path::Path::new("/tmp"),
+                    std::path::Path::new("/nonexistent"),
+                    &crate::Settings::from_value(serde_json::Map::new()),
+                )
+                .0,
+            ),
         };
         (services, rx)
     }

@@ -20,6 +20,7 @@ use crate::conversation::Conversation;
 pub use crate::error::SessionError;
 use crate::extension_binding::{ExtensionBinding, SessionKeys};
 use crate::model_choice::{Changed, ModelChoice};
+use crate::permissions::Permissions;
 use crate::preferences::{Preference, Preferences};
 use crate::runs::{RunServices, Runs};
 use crate::store::SessionStore;
@@ -143,6 +144,8 @@ pub struct AgentSession {
     todos: Arc<crate::todos::Todos>,
     /// A `switch_session` target still being parsed ([`AgentSession::settle`]).
     opening: Option<crate::store::DeferredOpen>,
+    /// Shared with the runs, which check every tool call.
+    permissions: Arc<Permissions>,
 }
 
 impl AgentSession {
@@ -170,6 +173,10 @@ impl AgentSession {
         );
         let conversation = Arc::new(Conversation::new(store));
         conversation.watch_saves(&events);
+        let (permissions, warnings) = Permissions::new(&config.cwd, &config.agent_dir, &settings);
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
         let preferences = Preferences::new(settings);
         conversation.set_queue_modes(preferences.queue_modes());
         let name = config.name.clone();
@@ -191,6 +198,7 @@ impl AgentSession {
             events,
             todos,
             opening: None,
+            permissions: Arc::new(permissions),
         };
         if opening.is_some() {
             // Restored when the parse is done (`settle`), like a switched-to session.
@@ -244,6 +252,11 @@ impl AgentSession {
     /// the conversation's to say (`conversation().is_streaming()`).
     pub fn runs_mut(&mut self) -> &mut Runs {
         &mut self.runs
+    }
+    /// What tool calls may do without asking: the mode, the rules, the requests waiting
+    /// for a front-end's answer.
+    pub fn permissions(&self) -> &Arc<Permissions> {
+        &self.permissions
     }
 
     /// Attaches the loaded extensions: their tools join the next run, their handlers hear
@@ -396,6 +409,9 @@ impl AgentSession {
         self.conversation.set_queue_modes(modes);
         self.todos
             .set_clear_delay(crate::todos::clear_delay(self.preferences.settings()));
+        for warning in self.permissions.load_rules(self.preferences.settings()) {
+            tracing::warn!("{warning}");
+        }
         self.workspace.reload_resources();
     }
 
@@ -432,7 +448,10 @@ impl AgentSession {
         &mut self,
         tools: Vec<HostToolDefinition>,
     ) -> Result<Vec<String>, SessionError> {
-        Ok(self.tools.set_host_tools(tools)?)
+        let names = self.tools.set_host_tools(tools)?;
+        // The client runs its own tools: it asks its user itself if it wants to.
+        self.permissions.set_exempt(names.clone());
+        Ok(names)
     }
 
     /// Switches to `provider/id` (only models with credentials count) and re-applies the
@@ -634,6 +653,7 @@ impl AgentSession {
             block_images: self.preferences.settings().block_images(),
             todos: Arc::clone(&self.todos),
             mcp: self.tools.mcp_run_tools(self.extensions.extensions()),
+            permissions: Arc::clone(&self.permissions),
         };
         (spec, services)
     }
@@ -670,6 +690,7 @@ impl AgentSession {
     /// [`crate::runs::SILENCE_AFTER_INPUT_CLOSED`] without data.
     pub fn input_closed(&self) {
         self.tools.host_bridge().disconnect();
+        self.permissions.close();
         self.conversation
             .close_input(crate::runs::SILENCE_AFTER_INPUT_CLOSED);
         self.conversation.abort_retry();

@@ -115,6 +115,9 @@ pub struct ToolSet {
     /// Where the file tools read and write text files instead of the disk (ACP mode's
     /// client), once a front-end sets it.
     files: Mutex<Option<Arc<dyn tau_tools::FileAccess>>>,
+    /// Who runs `bash`'s commands instead of tau (ACP mode's client terminals), once a
+    /// front-end sets it.
+    commands: Mutex<Option<Arc<dyn tau_tools::CommandRunner>>>,
 }
 
 impl ToolSet {
@@ -138,12 +141,18 @@ impl ToolSet {
             bash_commands: Arc::default(),
             mcp: None,
             files: Mutex::default(),
+            commands: Mutex::default(),
         }
     }
 
     /// Has `read`, `edit` and `write` go through `files` from the next run on.
     pub fn set_client_files(&self, files: Arc<dyn tau_tools::FileAccess>) {
         *self.files.lock().unwrap_or_else(PoisonError::into_inner) = Some(files);
+    }
+
+    /// Has `bash` run its commands through `commands` from the next run on.
+    pub fn set_client_commands(&self, commands: Arc<dyn tau_tools::CommandRunner>) {
+        *self.commands.lock().unwrap_or_else(PoisonError::into_inner) = Some(commands);
     }
 
     /// Starts the MCP servers (in parallel, returning at once); their tools join the tools
@@ -295,6 +304,11 @@ impl ToolSet {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
+        env.commands = self
+            .commands
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let env = Arc::new(env);
         let extension_tools: Vec<tau_extensions::ExtensionTool> = extensions
             .map(|e| e.tools())
@@ -359,6 +373,7 @@ pub fn tool_env(
         model_accepts_images: model
             .is_some_and(|m| m.input.contains(&tau_protocol::InputModality::Image)),
         files: None,
+        commands: None,
     }
 }
 

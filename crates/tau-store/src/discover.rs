@@ -15,6 +15,15 @@ pub struct SessionFile {
     pub modified: SystemTime,
 }
 
+impl SessionFile {
+    /// What a listing calls the session: its name, else its first user message
+    /// ([`crate::title::session_title`]). Read from the file when asked, so listings that only
+    /// need ids (`--continue`) pay nothing for it.
+    pub fn title(&self) -> Option<String> {
+        crate::title::session_title(&self.path)
+    }
+}
+
 /// Every session file in `dirs` (regular `.jsonl` files whose first line is a valid header;
 /// with `cwd_filter`, only those started in that folder), newest first. Only header lines are
 /// read. The one listing every front-end uses: the RPC start-up (`--continue`, `--session

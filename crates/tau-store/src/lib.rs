@@ -1,6 +1,8 @@
 //! The session store: pi's JSONL session file (version 3) as a tree of entries, with lazy
 //! creation, one flushed line per entry afterwards, an advisory lock against a second
-//! writer, context rebuilding, fork/clone construction and session discovery.
+//! writer, context rebuilding, fork/clone construction and session discovery, titles for
+//! listings ([`title`]), and the records of sessions handed out before their file exists
+//! ([`pending`]).
 
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
@@ -10,6 +12,8 @@ mod entry;
 mod fast;
 mod load;
 pub mod paths;
+pub mod pending;
+pub mod title;
 
 pub use deferred::{DeferredOpen, LONG_FILE_BYTES, OpenedFile, RawJsonArray};
 pub use discover::{
@@ -208,6 +212,17 @@ impl SessionStore {
         entries: Vec<SessionEntry>,
         torn_tail: bool,
     ) -> Self {
+        let mut store = Self::from_parsed(path, header, entries);
+        store.torn_tail = torn_tail;
+        store.saved = store.entries.len();
+        store.file_len = file.metadata().map_or(0, |m| m.len());
+        store.file = Some(file);
+        store
+    }
+
+    /// The tree of parsed entries read from `path`, the leaf at the last entry, with no file
+    /// to append to.
+    fn from_parsed(path: &Path, header: SessionHeader, entries: Vec<SessionEntry>) -> Self {
         let mut store = Self::empty(header, Some(path.to_path_buf()));
         store.entries = entries;
         store.index.reserve(store.entries.len());
@@ -219,11 +234,31 @@ impl SessionStore {
         }
         store.join_broken_chain(path);
         store.leaf = store.entries.len().checked_sub(1);
-        store.torn_tail = torn_tail;
-        store.saved = store.entries.len();
-        store.file_len = file.metadata().map_or(0, |m| m.len());
-        store.file = Some(file);
         store
+    }
+
+    /// A new session in `dir` for `cwd` holding every entry of the session file at `source`,
+    /// as [`SessionStore::copied_to`] makes one (ACP's `session/fork`). The source is only
+    /// read, without its lock: it may be open for writing in this process or another, and a
+    /// copy of the lines written so far is what a fork of it is.
+    pub fn fork_file(source: &Path, dir: &Path, cwd: &Path) -> Result<SessionStore, StoreError> {
+        use std::io::Read;
+        let io_err = |source_err| StoreError::Io {
+            path: source.to_path_buf(),
+            source: source_err,
+        };
+        let mut file = tau_base::bounded::open_regular(source).map_err(|err| match err {
+            tau_base::bounded::BoundedReadError::NotFound => {
+                StoreError::NotFound(source.to_path_buf())
+            }
+            tau_base::bounded::BoundedReadError::Io(e) => io_err(e),
+            other => io_err(std::io::Error::other(other.to_string())),
+        })?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io_err)?;
+        drop(file);
+        let loaded = load::read_session(&bytes, source)?;
+        Self::from_parsed(source, loaded.header, loaded.entries).copied_to(dir, cwd)
     }
 
     /// An entry whose parent is not in the file (a write that was lost, a file edited by

@@ -882,3 +882,35 @@ fn sessions_are_listed_from_several_folders_newest_first() {
     assert_eq!(here[0].path, older_path);
     assert_eq!(here[0].cwd, "/home/u/work");
 }
+
+#[test]
+fn a_session_file_open_for_writing_can_be_forked_without_its_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let into = tempfile::tempdir().unwrap();
+    // Still open: the file is locked against a second writer.
+    let source = started(dir.path());
+    let source_path = source.file_path().unwrap().to_path_buf();
+    assert!(matches!(
+        SessionStore::open(&source_path),
+        Err(StoreError::SessionLocked(_))
+    ));
+    let fork = SessionStore::fork_file(&source_path, into.path(), Path::new("/elsewhere")).unwrap();
+    assert_ne!(fork.session_id(), source.session_id());
+    assert!(
+        fork.is_persisted(),
+        "a fork with a reply is written at once"
+    );
+    assert_eq!(texts(&fork), ["hello", "hi"]);
+    let forked_path = fork.file_path().unwrap().to_path_buf();
+    assert!(forked_path.starts_with(into.path()));
+    let header = &lines(&forked_path)[0];
+    assert_eq!(header["cwd"], "/elsewhere");
+    assert_eq!(header["parentSession"], source_path.display().to_string());
+    // The source is untouched and still its writer's.
+    drop(fork);
+    assert_eq!(lines(&source_path).len(), 5);
+    assert!(matches!(
+        SessionStore::fork_file(Path::new("/no/such.jsonl"), into.path(), Path::new("/w")),
+        Err(StoreError::NotFound(_))
+    ));
+}

@@ -37,6 +37,8 @@ pub struct ToolEnv {
     pub model_accepts_images: bool,
     /// Where text files are read and written instead of the disk, if anywhere.
     pub files: Option<Arc<dyn FileAccess>>,
+    /// Who runs `bash`'s commands instead of tau (an editor's terminal), if anyone.
+    pub commands: Option<Arc<dyn crate::CommandRunner>>,
 }
 
 impl ToolEnv {
@@ -51,6 +53,7 @@ impl ToolEnv {
             auto_resize_images: true,
             model_accepts_images: true,
             files: None,
+            commands: None,
         }
     }
 

@@ -15,6 +15,7 @@ pub mod ls;
 mod os_error;
 pub mod paths;
 pub mod read;
+mod runner;
 pub mod todo_write;
 mod tool;
 pub mod truncate;
@@ -22,6 +23,9 @@ mod walk;
 pub mod write;
 
 pub use env::{FileAccess, FileFuture, ToolEnv};
+pub use runner::{
+    ClientCommand, CommandExit, CommandFuture, CommandOutput, CommandRunner, RunningCommand,
+};
 
 use std::sync::Arc;
 

@@ -518,6 +518,9 @@ fn footer_line(app: &App, width: usize) -> Line<'static> {
         left.push_str(&format!(" • {name}"));
     }
     let mut right = f.model.clone();
+    if let Some(mode) = f.permission_mode {
+        right = format!("{} • {right}", mode.as_str());
+    }
     if !f.thinking.is_empty() && f.thinking != "off" {
         right.push_str(&format!(" • {}", f.thinking));
     }

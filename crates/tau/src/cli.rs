@@ -161,6 +161,10 @@ pub struct Cli {
     /// Ignore project-local resources for this run; also `-na`.
     #[arg(long)]
     pub no_approve: bool,
+    /// What tools may do without asking: ask, acceptEdits, plan or allowAll (the default in
+    /// RPC and one-shot modes; ACP asks by default).
+    #[arg(long, value_name = "MODE", value_parser = parse_permission_mode)]
+    pub permission_mode: Option<tau_protocol::PermissionMode>,
     /// Make no network calls at startup (tau never does: it installs no packages and checks
     /// for no updates).
     #[arg(long)]
@@ -295,6 +299,16 @@ fn split_extension_flags(args: Vec<OsString>) -> (Vec<OsString>, Vec<(String, Op
         }
     }
     (kept, flags)
+}
+
+fn parse_permission_mode(text: &str) -> Result<tau_protocol::PermissionMode, String> {
+    tau_protocol::PermissionMode::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = tau_protocol::PermissionMode::ALL
+            .iter()
+            .map(|m| m.as_str())
+            .collect();
+        format!("expected one of {}", names.join(", "))
+    })
 }
 
 /// pi's multi-letter single-dash flags, which clap cannot express as short options.

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use tau_ai::registry::Registry;
+use tau_protocol::PermissionMode;
 use tau_resources::ProjectAccess;
 use tau_resources::settings::Settings;
 use tau_session::{
@@ -67,6 +68,9 @@ pub(crate) struct SessionParts {
     store: StartupStore,
     mcp: tau_session::mcp::Configured,
     mcp_options: tau_mcp::McpOptions,
+    /// The mode tool calls start in, and whether anyone answers when one asks.
+    permission_mode: PermissionMode,
+    can_ask: bool,
 }
 
 impl SessionParts {
@@ -84,6 +88,11 @@ impl SessionParts {
             self.store,
             sink,
         );
+        session.permissions().set_mode(self.permission_mode);
+        if !self.can_ask {
+            // A call that would ask is refused at once rather than waiting for ever.
+            session.permissions().close();
+        }
         session.start_mcp(self.mcp.servers, self.mcp_options);
         session
     }
@@ -197,6 +206,7 @@ pub(crate) fn prepare(options: RunOptions) -> anyhow::Result<Start> {
         warn(warning);
     }
     let mcp_options = tau_session::mcp::options(&settings);
+    let (permission_mode, can_ask) = permission_start(options.mode, cli, &settings);
     // ACP mode opens a session per `session/new` or `session/load`, each from these.
     let acp_launcher = (options.mode == RunMode::Acp).then(|| tau_acp::Launcher {
         config: config.clone(),
@@ -215,6 +225,7 @@ pub(crate) fn prepare(options: RunOptions) -> anyhow::Result<Start> {
                 flag_values.clone(),
             )
         }),
+        permission_mode,
     });
     let theme = settings.get::<String>("theme");
     let run = Run {
@@ -227,6 +238,8 @@ pub(crate) fn prepare(options: RunOptions) -> anyhow::Result<Start> {
             store,
             mcp,
             mcp_options,
+            permission_mode,
+            can_ask,
         },
         mode: options.mode,
         cli: options.cli,
@@ -242,6 +255,24 @@ pub(crate) fn prepare(options: RunOptions) -> anyhow::Result<Start> {
         signals,
     };
     Ok(Start::Serve(Box::new(Prepared { run, runtime })))
+}
+
+/// The permission mode a session starts in, and whether anyone can answer a request
+/// (decision T123): `--permission-mode`, else the settings' `permissions.defaultMode` where a
+/// person answers (the terminal, ACP), else what each mode does by default: ACP asks, as
+/// editors expect; RPC and the one-shot modes ask nothing, as pi (an RPC client opts in with
+/// the flag or `set_permission_mode`).
+fn permission_start(mode: RunMode, cli: &cli::Cli, settings: &Settings) -> (PermissionMode, bool) {
+    let from_settings = tau_session::permissions::Permissions::mode_in(settings);
+    let chosen = match mode {
+        RunMode::Acp => cli
+            .permission_mode
+            .or(from_settings)
+            .unwrap_or(PermissionMode::Ask),
+        RunMode::Interactive => cli.permission_mode.or(from_settings).unwrap_or_default(),
+        RunMode::Rpc | RunMode::Text | RunMode::Json => cli.permission_mode.unwrap_or_default(),
+    };
+    (chosen, !matches!(mode, RunMode::Text | RunMode::Json))
 }
 
 /// The session the command line asks for (it has already refused combinations).

@@ -190,6 +190,12 @@ pub struct NavigateTreeCommand {
     pub label: Option<String>,
 }
 
+/// `set_permission_mode` (tau): what tools may do without asking (decision T123).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SetPermissionModeCommand {
+    pub mode: crate::PermissionMode,
+}
+
 /// `run_shortcut` (tau): run the handler an extension bound to a key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunShortcutCommand {
@@ -344,6 +350,8 @@ commands! {
     "get_shortcuts" => GetShortcuts(NoFields) -> ShortcutsData,
     /// tau: press one of them; answered once its handler has finished.
     "run_shortcut" => RunShortcut(RunShortcutCommand),
+    /// tau: the permission mode (decision T123).
+    "set_permission_mode" => SetPermissionMode(SetPermissionModeCommand),
 }
 
 #[cfg(test)]

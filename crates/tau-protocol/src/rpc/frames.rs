@@ -198,6 +198,19 @@ pub struct ExtensionUiResponse {
     pub timed_out: Option<bool>,
 }
 
+/// `{"type":"permission_response","id":…,"outcome":…}` (stdin): the user's word on a
+/// `permission_request` (decision T123); never answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename = "permission_response", rename_all = "camelCase")]
+#[schemars(rename = "PermissionResponse", extend("x-tag" = {"type": "permission_response"}))]
+pub struct PermissionResponse {
+    pub id: String,
+    pub outcome: crate::PermissionOutcome,
+    /// With `allowAlways`: also keep the rule in the user's settings.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remember: bool,
+}
+
 /// `{"type":"host_tool_result",…}` (stdin): a host tool finished.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename = "host_tool_result", rename_all = "camelCase")]

@@ -1,7 +1,8 @@
 //! The whole wire surface of `tau --mode rpc`, readable in one place.
 //!
 //! * stdin carries [`RpcCommand`]s (each with an optional `id`) and the inbound frames
-//!   [`ExtensionUiResponse`], [`HostToolResult`] and [`HostToolUpdate`].
+//!   [`ExtensionUiResponse`], [`HostToolResult`], [`HostToolUpdate`] and
+//!   [`PermissionResponse`].
 //! * stdout carries [`Ready`] first, then [`Response`]s, [`SessionEvent`]s (which include the
 //!   agent-run [`AgentEvent`]s), [`ExtensionUiRequest`]s, [`HostToolCall`]s and
 //!   [`HostToolCancel`]s; [`OutboundRecord`] is the union of them.
@@ -19,12 +20,13 @@ pub use command::{
     GetEntriesCommand, NavigateTreeCommand, NewSessionCommand, NoFields, PromptCommand,
     QueueMessageCommand, RestartMcpServerCommand, RpcCommand, RunShortcutCommand,
     SetAutoCompactionCommand, SetAutoRetryCommand, SetHostToolsCommand, SetInterruptModeCommand,
-    SetLocaleCommand, SetModelCommand, SetQueueModeCommand, SetSessionNameCommand,
-    SetThinkingLevelCommand, SetTodosCommand, StreamingBehavior, SwitchSessionCommand,
+    SetLocaleCommand, SetModelCommand, SetPermissionModeCommand, SetQueueModeCommand,
+    SetSessionNameCommand, SetThinkingLevelCommand, SetTodosCommand, StreamingBehavior,
+    SwitchSessionCommand,
 };
 pub use frames::{
-    ExtensionUiRequest, ExtensionUiResponse, HostToolResult, HostToolUpdate, OutboundRecord, Ready,
-    Response, ResponseType, UiMethod,
+    ExtensionUiRequest, ExtensionUiResponse, HostToolResult, HostToolUpdate, OutboundRecord,
+    PermissionResponse, Ready, Response, ResponseType, UiMethod,
 };
 pub use payloads::{
     BashResult, CancelledData, CommandInfo, CommandsData, ContextUsage, CycleModelData,
@@ -40,7 +42,7 @@ pub use crate::{
     AssistantMessageEvent, BashExecutionMessage, BranchSummaryMessage, CompactionReason,
     CompactionResult, CompactionSummaryMessage, Cost, CustomMessage, HostToolCall, HostToolCancel,
     HostToolDefinition, HostToolOutput, ImageContent, InterruptMode, Message, Model, ModelCost,
-    QueueMode, SessionEvent, StopReason, TextContent, ThinkingContent, ThinkingLevel, TodoItem,
-    TodoPhase, TodoReminderItem, TodoStatus, ToolCall, ToolResultMessage, Usage, UserContent,
-    UserContentBlock, UserMessage,
+    PermissionMode, PermissionOutcome, QueueMode, SessionEvent, StopReason, TextContent,
+    ThinkingContent, ThinkingLevel, TodoItem, TodoPhase, TodoReminderItem, TodoStatus, ToolCall,
+    ToolKind, ToolResultMessage, Usage, UserContent, UserContentBlock, UserMessage,
 };

@@ -36,6 +36,10 @@ pub struct RpcSessionState {
     pub queued_message_count: usize,
     #[serde(default)]
     pub todo_phases: Vec<TodoPhase>,
+    /// tau: what tools may do without asking (decision T123); absent in `allowAll`, so a pi
+    /// client's `get_state` is pi's.
+    #[serde(default, skip_serializing_if = "crate::PermissionMode::is_allow_all")]
+    pub permission_mode: crate::PermissionMode,
     /// xcsh: the system prompt the next model call gets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,

@@ -1,7 +1,10 @@
 //! The `bash` tool (tools-resources §1.2): runs a command through [`run_shell`], streams the
 //! output's tail as progress, and words results, truncation notices and failures as pi does.
-//! The shell runner itself ([`run_shell`]) is public for the RPC `bash` command.
+//! The shell runner itself ([`run_shell`]) is public for the RPC `bash` command. With a
+//! [`crate::CommandRunner`] in the environment (an editor's terminal), the command runs there
+//! instead ([`client`]), under the same rules and with the same result texts.
 
+mod client;
 mod output;
 mod sanitize;
 mod shell;
@@ -60,7 +63,8 @@ impl BashTool {
     /// passed separately so the tool can be driven without an agent loop.
     ///
     /// `on_update` gets `{content:[]}` first, then the output's tail at most every 100 ms with
-    /// `details` `{truncation?, fullOutputPath?}`. The error strings are pi's: the output
+    /// `details` `{truncation?, fullOutputPath?}`; when a client runs the command, one update
+    /// with `details` `{terminalId}` instead, as soon as it runs. The error strings are pi's: the output
     /// followed by `Command exited with code <n>`, `Command aborted` or
     /// `Command timed out after <t> seconds`.
     pub async fn execute_with(
@@ -86,9 +90,33 @@ impl BashTool {
             .filter(|t| *t > 0.0)
             .and_then(|t| Duration::try_from_secs_f64(t).ok());
         request.update_interval = Some(UPDATE_INTERVAL);
-        let outcome = run_shell(request, cancel, |snapshot| on_update(progress(snapshot)))
-            .await
-            .map_err(|e| e.to_string())?;
+        let (outcome, client_truncated) = match self.env.commands.as_deref() {
+            Some(runner) => {
+                let ran = client::run_in_client(runner, &request, cancel, |id| {
+                    on_update(terminal_progress(id));
+                })
+                .await?;
+                let outcome = ShellOutcome {
+                    status: ran.status,
+                    output: ran.output,
+                };
+                (outcome, ran.truncated)
+            }
+            None => {
+                let outcome = run_shell(request, cancel, |snapshot| on_update(progress(snapshot)))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                (outcome, false)
+            }
+        };
+        let format_output = |snapshot: &OutputSnapshot, empty: &str| {
+            let (text, details) = format_output(snapshot, empty);
+            if client_truncated {
+                (format!("{text}\n{}", client_truncated_notice()), details)
+            } else {
+                (text, details)
+            }
+        };
 
         let snapshot = &outcome.output;
         let failure = match outcome.status {
@@ -178,6 +206,26 @@ fn full_output_path(snapshot: &OutputSnapshot) -> String {
         || "(not saved)".to_string(),
         |p| p.display().to_string(),
     )
+}
+
+/// Said after the output when the client kept only its end: the counts and the spill file
+/// then start where the client's copy starts.
+fn client_truncated_notice() -> String {
+    format!(
+        "[The editor kept only the last {} of the output; line numbers count from there]",
+        format_size(usize::try_from(client::OUTPUT_BYTE_LIMIT).unwrap_or(usize::MAX))
+    )
+}
+
+/// The progress update that names the client terminal the command runs in
+/// (`details.terminalId`), for a front-end to show that terminal with the call.
+fn terminal_progress(id: &str) -> AgentToolResult {
+    AgentToolResult {
+        extra: Default::default(),
+        content: Vec::new(),
+        details: Some(json!({ "terminalId": id })),
+        terminate: None,
+    }
 }
 
 /// A progress update: the tail so far, with its [`details`].

@@ -142,7 +142,7 @@ fn is_executable(path: &Path) -> bool {
 
 /// The child's `PATH`: `<agent_dir>/bin` in front unless already listed. The variable's name is
 /// matched case-insensitively, as pi does.
-fn child_path(agent_dir: &Path) -> (OsString, OsString) {
+pub(crate) fn child_path(agent_dir: &Path) -> (OsString, OsString) {
     let bin = agent_dir.join("bin");
     let (key, current) = std::env::vars_os()
         .find(|(k, _)| k.to_str().is_some_and(|k| k.eq_ignore_ascii_case("path")))

@@ -7,6 +7,7 @@
 mod common;
 
 mod bash;
+mod bash_client;
 mod edit;
 mod find;
 mod grep;

@@ -29,6 +29,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/compact", "summarise the conversation to free context"),
     ("/name", "name the session: /name <text>"),
     ("/session", "session statistics"),
+    (
+        "/permissions",
+        "what tools may do without asking: /permissions [ask|acceptEdits|plan|allowAll]",
+    ),
     ("/export", "write the session as HTML: /export [path]"),
     ("/copy", "copy the last answer to the clipboard"),
     ("/hotkeys", "the keys"),
@@ -177,6 +181,14 @@ impl App {
                 Pending::ForkPicker,
             ),
             "resume" => self.open_resume_picker(),
+            "permissions" if arg.is_empty() => self.open_permission_modes(),
+            "permissions" => match tau_protocol::PermissionMode::parse(arg) {
+                Some(mode) => self.set_permission_mode(mode),
+                None => self.notice(
+                    format!("No permission mode \"{arg}\": ask, acceptEdits, plan or allowAll"),
+                    NoticeKind::Error,
+                ),
+            },
             "tree" if self.streaming => self.notice(
                 "Wait for the reply to end (or press Esc) before moving in the tree",
                 NoticeKind::Warning,

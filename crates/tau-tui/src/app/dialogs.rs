@@ -3,11 +3,12 @@
 //! tree, resume), whose choice becomes the command it stands for.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use tau_protocol::ThinkingLevel;
 use tau_protocol::rpc::{
     ExtensionUiRequest, ExtensionUiResponse, ForkCommand, NavigateTreeCommand, NoFields,
-    RpcCommand, SetModelCommand, SetThinkingLevelCommand, SwitchSessionCommand, UiMethod,
+    PermissionResponse, RpcCommand, SetModelCommand, SetPermissionModeCommand,
+    SetThinkingLevelCommand, SwitchSessionCommand, UiMethod,
 };
+use tau_protocol::{PermissionMode, PermissionOutcome, ThinkingLevel};
 
 use super::App;
 use super::responses::Pending;
@@ -54,7 +55,19 @@ pub enum Purpose {
     Tree(Vec<String>),
     /// `/tree`, once an entry is chosen: whether to summarise the branch left.
     TreeSummary(String),
+    /// A tool call waiting for the user's word: the request's id.
+    Permission(String),
+    /// `/permissions`: the modes offered.
+    PermissionMode,
 }
+
+/// The answers to a permission request, in the order the dialog offers them.
+const PERMISSION_ANSWERS: [(PermissionOutcome, bool); 4] = [
+    (PermissionOutcome::Allow, false),
+    (PermissionOutcome::AllowAlways, false),
+    (PermissionOutcome::AllowAlways, true),
+    (PermissionOutcome::Reject, false),
+];
 
 /// How a dialog was closed.
 enum Answer {
@@ -225,6 +238,23 @@ impl App {
         let chosen = !matches!(answer, Answer::Cancelled);
         match dialog.purpose {
             Purpose::Extension(id) => self.answer_extension(id, answer),
+            // Closed without a choice: nothing was allowed.
+            Purpose::Permission(id) => {
+                let (outcome, remember) = if chosen {
+                    PERMISSION_ANSWERS
+                        .get(selected_index)
+                        .copied()
+                        .unwrap_or((PermissionOutcome::Reject, false))
+                } else {
+                    (PermissionOutcome::Reject, false)
+                };
+                self.answer_permission(id, outcome, remember);
+            }
+            Purpose::PermissionMode if chosen => {
+                if let Some(&mode) = PermissionMode::ALL.get(selected_index) {
+                    self.set_permission_mode(mode);
+                }
+            }
             Purpose::Model(models) if chosen => {
                 if let Some((provider, id)) = models.get(selected_index) {
                     self.send(
@@ -298,6 +328,7 @@ impl App {
             }
             _ => {}
         }
+        self.next_permission();
     }
 
     /// Answers the extension's request `id`. Fire-and-forget: the protocol sends no response
@@ -322,6 +353,103 @@ impl App {
                 NoticeKind::Error,
             ),
         }
+    }
+
+    /// A tool call asks for the user's word: at once, or when the dialog open now closes
+    /// (an extension's question or a picker is not taken away from the user).
+    pub(super) fn open_permission(&mut self, id: String, title: String, rule: String) {
+        if self.dialog.is_some() {
+            self.waiting_permissions.push_back((id, title, rule));
+            return;
+        }
+        self.dialog = Some(Dialog {
+            title: format!("Allow? {title}"),
+            body: DialogBody::Select {
+                options: vec![
+                    "Allow".into(),
+                    format!("Always allow {rule} in this session"),
+                    format!("Always allow {rule} (saved in settings)"),
+                    "Reject".into(),
+                ],
+                selected: 0,
+            },
+            purpose: Purpose::Permission(id),
+        });
+    }
+
+    /// The request `id` no longer waits (the run was aborted): its dialog goes.
+    pub(super) fn close_permission(&mut self, id: &str) {
+        self.waiting_permissions
+            .retain(|(waiting, ..)| waiting != id);
+        if matches!(&self.dialog, Some(Dialog { purpose: Purpose::Permission(open), .. }) if open == id)
+        {
+            self.dialog = None;
+            self.notice("The permission request was withdrawn", NoticeKind::Info);
+            self.next_permission();
+        }
+    }
+
+    /// Opens the next permission request that waited for a dialog to close.
+    fn next_permission(&mut self) {
+        if self.dialog.is_none()
+            && let Some((id, title, rule)) = self.waiting_permissions.pop_front()
+        {
+            self.open_permission(id, title, rule);
+        }
+    }
+
+    /// Fire-and-forget, as the dialog answers are: the protocol sends no response to it.
+    fn answer_permission(&mut self, id: String, outcome: PermissionOutcome, remember: bool) {
+        let response = PermissionResponse {
+            id,
+            outcome,
+            remember,
+        };
+        match serde_json::to_value(&response) {
+            Ok(frame) => self.out.push(frame),
+            Err(e) => self.notice(
+                format!("The answer could not be written: {e}"),
+                NoticeKind::Error,
+            ),
+        }
+    }
+
+    /// `/permissions` without a mode: the modes to choose from.
+    pub(super) fn open_permission_modes(&mut self) {
+        let current = self
+            .footer
+            .permission_mode
+            .unwrap_or(PermissionMode::AllowAll);
+        self.dialog = Some(Dialog {
+            title: "Permission mode".into(),
+            body: DialogBody::Select {
+                options: PermissionMode::ALL
+                    .iter()
+                    .map(|mode| {
+                        let what = match mode {
+                            PermissionMode::Ask => "ask before edits, commands and other tools",
+                            PermissionMode::AcceptEdits => "edit without asking, ask for the rest",
+                            PermissionMode::Plan => "read-only",
+                            PermissionMode::AllowAll => "ask nothing",
+                        };
+                        format!("{} ({what})", mode.as_str())
+                    })
+                    .collect(),
+                selected: PermissionMode::ALL
+                    .iter()
+                    .position(|m| *m == current)
+                    .unwrap_or(0),
+            },
+            purpose: Purpose::PermissionMode,
+        });
+    }
+
+    pub(super) fn set_permission_mode(&mut self, mode: PermissionMode) {
+        self.send(
+            RpcCommand::SetPermissionMode(SetPermissionModeCommand { mode }),
+            Pending::Quiet,
+        );
+        self.refresh_footer();
     }
 
     /// `/resume`: this folder's sessions, newest first.

@@ -43,6 +43,8 @@ pub struct Footer {
     pub context: Option<String>,
     pub cost: f64,
     pub session_name: Option<String>,
+    /// The permission mode, when it is not `allowAll` (which pi users know as the only one).
+    pub permission_mode: Option<tau_protocol::PermissionMode>,
 }
 
 /// The interactive session.
@@ -59,6 +61,8 @@ pub struct App {
     pub title: Option<String>,
     pub footer: Footer,
     pub dialog: Option<Dialog>,
+    /// Permission requests that came while another dialog was open: id, title, rule.
+    waiting_permissions: std::collections::VecDeque<(String, String, String)>,
     /// Lines scrolled up from the bottom.
     pub scroll: usize,
     pub queued_steering: Vec<String>,
@@ -105,6 +109,7 @@ impl App {
                 ..Footer::default()
             },
             dialog: None,
+            waiting_permissions: std::collections::VecDeque::new(),
             scroll: 0,
             queued_steering: Vec::new(),
             queued_follow_up: Vec::new(),

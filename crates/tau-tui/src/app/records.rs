@@ -125,9 +125,13 @@ impl App {
             SessionEvent::SessionSaveStatus { .. } => {
                 self.notice("The session is saved again", NoticeKind::Info)
             }
-            SessionEvent::SessionInfoChanged { .. } | SessionEvent::ThinkingLevelChanged { .. } => {
-                self.refresh_footer()
-            }
+            SessionEvent::SessionInfoChanged { .. }
+            | SessionEvent::ThinkingLevelChanged { .. }
+            | SessionEvent::PermissionModeChanged { .. } => self.refresh_footer(),
+            SessionEvent::PermissionRequest {
+                id, title, rule, ..
+            } => self.open_permission(id, title, rule),
+            SessionEvent::PermissionWithdrawn { id } => self.close_permission(&id),
             _ => self.dirty = false,
         }
     }

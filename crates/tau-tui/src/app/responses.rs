@@ -80,6 +80,9 @@ impl App {
                 };
                 self.footer.thinking = state.thinking_level.to_string();
                 self.footer.session_name = state.session_name;
+                self.footer.permission_mode = (state.permission_mode
+                    != tau_protocol::PermissionMode::AllowAll)
+                    .then_some(state.permission_mode);
             }
             Pending::Stats => {
                 let Some(stats) = self.data::<SessionStats>(&command, data) else {

@@ -478,3 +478,123 @@ fn a_history_shows_messages_tool_calls_and_their_results() {
         ]
     );
 }
+
+fn permission_request(id: &str, command: &str) -> Value {
+    json!({"type": "permission_request", "id": id, "toolCallId": "c1", "toolName": "bash",
+           "args": {"command": command}, "kind": "command", "title": format!("Run {command}"),
+           "rule": "bash(git push)"})
+}
+
+#[test]
+fn a_permission_request_is_a_dialog_whose_choice_is_the_answer() {
+    let mut app = app();
+    feed(&mut app, permission_request("permission-1", "git push"));
+    let Some(Dialog {
+        title,
+        body: DialogBody::Select { options, .. },
+        ..
+    }) = &app.dialog
+    else {
+        panic!("no dialog");
+    };
+    assert_eq!(title, "Allow? Run git push");
+    assert_eq!(
+        options[2],
+        "Always allow bash(git push) (saved in settings)"
+    );
+    // The third answer: always, remembered.
+    app.on_key(key(KeyCode::Down));
+    app.on_key(key(KeyCode::Down));
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_commands(),
+        [json!({"type": "permission_response", "id": "permission-1",
+                "outcome": "allowAlways", "remember": true})]
+    );
+    // Esc refuses.
+    feed(&mut app, permission_request("permission-2", "rm x"));
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(
+        app.take_commands(),
+        [json!({"type": "permission_response", "id": "permission-2", "outcome": "reject"})]
+    );
+}
+
+#[test]
+fn a_permission_request_waits_for_an_open_dialog_and_goes_when_withdrawn() {
+    let mut app = app();
+    feed(
+        &mut app,
+        json!({"type": "extension_ui_request", "id": "u1", "method": "confirm",
+               "title": "Sure?", "message": "really"}),
+    );
+    feed(&mut app, permission_request("permission-1", "git push"));
+    feed(&mut app, permission_request("permission-2", "git push -f"));
+    // The extension's question stays until answered; then the requests, in order.
+    assert!(matches!(
+        app.dialog,
+        Some(Dialog {
+            purpose: Purpose::Extension(_),
+            ..
+        })
+    ));
+    app.on_key(key(KeyCode::Char('y')));
+    assert!(matches!(
+        &app.dialog,
+        Some(Dialog { purpose: Purpose::Permission(id), .. }) if id == "permission-1"
+    ));
+    // Withdrawn (the run was aborted): closed, and the next one shows.
+    feed(
+        &mut app,
+        json!({"type": "permission_withdrawn", "id": "permission-1"}),
+    );
+    assert!(matches!(
+        &app.dialog,
+        Some(Dialog { purpose: Purpose::Permission(id), .. }) if id == "permission-2"
+    ));
+    feed(
+        &mut app,
+        json!({"type": "permission_withdrawn", "id": "permission-2"}),
+    );
+    assert!(app.dialog.is_none());
+    let sent = app.take_commands();
+    assert_eq!(
+        sent,
+        [json!({"type": "extension_ui_response", "id": "u1", "confirmed": true})],
+        "nothing was answered for the withdrawn requests"
+    );
+}
+
+#[test]
+fn permissions_command_sets_the_mode_and_the_footer_shows_it() {
+    let mut app = app();
+    type_text(&mut app, "/permissions plan");
+    app.on_key(key(KeyCode::Enter));
+    let sent = app.take_commands();
+    assert_eq!(sent[0]["type"], "set_permission_mode");
+    assert_eq!(sent[0]["mode"], "plan");
+    type_text(&mut app, "/permissions sometimes");
+    app.on_key(key(KeyCode::Enter));
+    assert!(app.take_commands().is_empty());
+    assert!(
+        notices(&app)
+            .iter()
+            .any(|(text, kind)| *kind == NoticeKind::Error && text.contains("sometimes"))
+    );
+    feed(
+        &mut app,
+        json!({"type": "permission_mode_changed", "mode": "plan"}),
+    );
+    let mut state = json!({"model": null, "thinkingLevel": "off", "isStreaming": false,
+        "isCompacting": false, "steeringMode": "all", "followUpMode": "all", "sessionId": "s",
+        "autoCompactionEnabled": true, "messageCount": 0, "permissionMode": "plan"});
+    answer(&mut app, "get_state", state.clone());
+    assert_eq!(
+        app.footer.permission_mode,
+        Some(tau_protocol::PermissionMode::Plan)
+    );
+    state["permissionMode"] = json!("allowAll");
+    app.refresh_footer();
+    answer(&mut app, "get_state", state);
+    assert_eq!(app.footer.permission_mode, None);
+}

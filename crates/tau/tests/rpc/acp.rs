@@ -15,29 +15,30 @@ use tau_test_kit::{Dirs, TauBuilder};
 use crate::{mock_models, tau};
 
 /// A builder for `tau --mode acp` (more arguments may follow).
-fn acp_tau() -> TauBuilder {
+pub(crate) fn acp_tau() -> TauBuilder {
     tau().raw_args(["--mode", "acp"])
 }
 
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
 /// A running `tau --mode acp` and what it has written.
-struct Acp {
+pub(crate) struct Acp {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<Value>,
     /// Read while waiting for something else, in order.
     unread: VecDeque<Value>,
     next_id: u64,
-    dirs: Dirs,
-    /// Answers tau's `fs/*` requests as they arrive (method, params -> result or error).
-    editor: Option<Editor>,
+    pub(crate) dirs: Dirs,
+    /// Answers tau's `fs/*` and `terminal/*` requests as they arrive (method, params -> result
+    /// or error).
+    pub(crate) editor: Option<Editor>,
 }
 
-type Editor = Box<dyn FnMut(&str, &Value) -> Result<Value, Value>>;
+pub(crate) type Editor = Box<dyn FnMut(&str, &Value) -> Result<Value, Value>>;
 
 impl Acp {
-    fn spawn(builder: TauBuilder) -> Self {
+    pub(crate) fn spawn(builder: TauBuilder) -> Self {
         let (mut child, dirs) = builder.spawn_raw();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("piped stdout");
@@ -69,36 +70,36 @@ impl Acp {
         }
     }
 
-    fn send_raw(&mut self, line: &str) {
+    pub(crate) fn send_raw(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(line.as_bytes()).expect("write to tau");
         stdin.write_all(b"\n").expect("write to tau");
         stdin.flush().expect("flush");
     }
 
-    fn send(&mut self, value: &Value) {
+    pub(crate) fn send(&mut self, value: &Value) {
         self.send_raw(&value.to_string());
     }
 
     /// Sends a request and returns its id.
-    fn start(&mut self, method: &str, params: Value) -> u64 {
+    pub(crate) fn start(&mut self, method: &str, params: Value) -> u64 {
         self.next_id += 1;
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         id
     }
 
-    fn notify(&mut self, method: &str, params: Value) {
+    pub(crate) fn notify(&mut self, method: &str, params: Value) {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
     }
 
-    fn next(&mut self, timeout: Duration) -> Option<Value> {
+    pub(crate) fn next(&mut self, timeout: Duration) -> Option<Value> {
         if let Some(value) = self.unread.pop_front() {
             return Some(value);
         }
         let value = self.lines.recv_timeout(timeout).ok()?;
         let method = value["method"].as_str().unwrap_or_default().to_string();
-        if method.starts_with("fs/")
+        if (method.starts_with("fs/") || method.starts_with("terminal/"))
             && let Some(editor) = self.editor.as_mut()
         {
             let answer = match editor(&method, &value["params"]) {
@@ -112,7 +113,7 @@ impl Acp {
 
     /// Everything up to and including the response to `id` (notifications before it, in
     /// order, then the response last).
-    fn until_response(&mut self, id: u64) -> Vec<Value> {
+    pub(crate) fn until_response(&mut self, id: u64) -> Vec<Value> {
         let deadline = Instant::now() + WAIT;
         let mut seen = Vec::new();
         loop {
@@ -129,17 +130,17 @@ impl Acp {
     }
 
     /// The response to `id` (what came before it is dropped).
-    fn response(&mut self, id: u64) -> Value {
+    pub(crate) fn response(&mut self, id: u64) -> Value {
         self.until_response(id).pop().expect("a response")
     }
 
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.start(method, params);
         self.response(id)
     }
 
     /// The first notification of `method` whose params satisfy `pick`; others are kept.
-    fn wait_notification(&mut self, pick: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_notification(&mut self, pick: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + WAIT;
         let mut skipped = VecDeque::new();
         loop {
@@ -156,11 +157,11 @@ impl Acp {
         }
     }
 
-    fn initialize(&mut self) -> Value {
+    pub(crate) fn initialize(&mut self) -> Value {
         self.initialize_with(json!({}))
     }
 
-    fn initialize_with(&mut self, capabilities: Value) -> Value {
+    pub(crate) fn initialize_with(&mut self, capabilities: Value) -> Value {
         let response = self.request(
             "initialize",
             json!({"protocolVersion": 1, "clientCapabilities": capabilities}),
@@ -169,12 +170,12 @@ impl Acp {
         response["result"].clone()
     }
 
-    fn cwd(&self) -> String {
+    pub(crate) fn cwd(&self) -> String {
         self.dirs.cwd().display().to_string()
     }
 
     /// `session/new` in tau's working directory; the session id.
-    fn new_session(&mut self) -> String {
+    pub(crate) fn new_session(&mut self) -> String {
         let cwd = self.cwd();
         let response = self.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
         response["result"]["sessionId"]
@@ -183,12 +184,12 @@ impl Acp {
             .to_string()
     }
 
-    fn close(mut self) -> ExitStatus {
+    pub(crate) fn close(mut self) -> ExitStatus {
         self.stdin = None;
         self.wait_exit()
     }
 
-    fn wait_exit(&mut self) -> ExitStatus {
+    pub(crate) fn wait_exit(&mut self) -> ExitStatus {
         let deadline = Instant::now() + WAIT;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
@@ -199,7 +200,7 @@ impl Acp {
         }
     }
 
-    fn alive(&mut self) -> bool {
+    pub(crate) fn alive(&mut self) -> bool {
         self.child.try_wait().expect("wait").is_none()
     }
 }
@@ -212,11 +213,11 @@ impl Drop for Acp {
 }
 
 /// A mock and an ACP tau whose one model (`mock/mock-1`) it serves.
-fn setup() -> (BackgroundMock, Acp) {
+pub(crate) fn setup() -> (BackgroundMock, Acp) {
     setup_with(|b| b)
 }
 
-fn setup_with(extra: impl FnOnce(TauBuilder) -> TauBuilder) -> (BackgroundMock, Acp) {
+pub(crate) fn setup_with(extra: impl FnOnce(TauBuilder) -> TauBuilder) -> (BackgroundMock, Acp) {
     let mock = MockServer::start_background().expect("mock");
     let builder = extra(acp_tau().agent_file("models.json", mock_models(&mock)));
     let mut acp = Acp::spawn(builder);
@@ -225,7 +226,7 @@ fn setup_with(extra: impl FnOnce(TauBuilder) -> TauBuilder) -> (BackgroundMock, 
 }
 
 /// The `session/update` payloads among `values`, with their `sessionUpdate` kind.
-fn updates(values: &[Value]) -> Vec<&Value> {
+pub(crate) fn updates(values: &[Value]) -> Vec<&Value> {
     values
         .iter()
         .filter(|v| v["method"] == "session/update")
@@ -233,12 +234,12 @@ fn updates(values: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
-fn kind_of(update: &Value) -> &str {
+pub(crate) fn kind_of(update: &Value) -> &str {
     update["sessionUpdate"].as_str().unwrap_or_default()
 }
 
 /// The text of every chunk of `kind`, joined.
-fn chunks(values: &[Value], kind: &str) -> String {
+pub(crate) fn chunks(values: &[Value], kind: &str) -> String {
     updates(values)
         .into_iter()
         .filter(|u| kind_of(u) == kind)
@@ -246,7 +247,24 @@ fn chunks(values: &[Value], kind: &str) -> String {
         .collect()
 }
 
-fn prompt(acp: &mut Acp, session: &str, text: &str) -> u64 {
+/// What the client shows of the call `id` by the time it runs: its `tool_call` (announced as
+/// the model starts writing it) with the `tool_call_update`s before it goes `in_progress`
+/// laid over it, field by field, as a client keeps a call.
+pub(crate) fn shown_before_running(all: &[&Value], id: &str) -> Value {
+    let mut shown = serde_json::Map::new();
+    for update in all.iter().filter(|u| u["toolCallId"] == id) {
+        if kind_of(update) == "tool_call_update" && update["status"] == "in_progress" {
+            break;
+        }
+        if let Some(fields) = update.as_object() {
+            shown.extend(fields.clone());
+        }
+    }
+    assert!(!shown.is_empty(), "no tool_call {id}");
+    Value::Object(shown)
+}
+
+pub(crate) fn prompt(acp: &mut Acp, session: &str, text: &str) -> u64 {
     acp.start(
         "session/prompt",
         json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
@@ -347,7 +365,12 @@ fn acp_prompt_streams_thought_and_message_chunks_then_ends_the_turn() {
 
 #[test]
 fn acp_edit_is_a_tool_call_with_a_diff_and_bash_output_comes_as_content() {
-    let (mock, mut acp) = setup_with(|b| b.cwd_file("notes.txt", "one\nold line\n"));
+    // What the editor is shown of tools, without permission requests (asked about below).
+    let (mock, mut acp) = setup_with(|b| {
+        b.cwd_file("notes.txt", "one\nold line\n")
+            .arg("--permission-mode")
+            .arg("allowAll")
+    });
     let session = acp.new_session();
     mock.push(Reply::new().tool_call(
         "call_1",
@@ -369,10 +392,7 @@ fn acp_edit_is_a_tool_call_with_a_diff_and_bash_output_comes_as_content() {
     let all = updates(&seen);
     let path = format!("{}/notes.txt", acp.cwd());
 
-    let edit = all
-        .iter()
-        .find(|u| kind_of(u) == "tool_call" && u["toolCallId"] == "call_1")
-        .expect("the edit's tool_call");
+    let edit = shown_before_running(&all, "call_1");
     assert_eq!(edit["kind"], "edit");
     assert_eq!(edit["title"], "Edit notes.txt");
     assert_eq!(edit["locations"][0]["path"], path.as_str());
@@ -394,10 +414,7 @@ fn acp_edit_is_a_tool_call_with_a_diff_and_bash_output_comes_as_content() {
     let on_disk = std::fs::read_to_string(acp.dirs.cwd().join("notes.txt")).expect("file");
     assert_eq!(on_disk, "one\nnew line\n");
 
-    let bash = all
-        .iter()
-        .find(|u| kind_of(u) == "tool_call" && u["toolCallId"] == "call_2")
-        .expect("the bash tool_call");
+    let bash = shown_before_running(&all, "call_2");
     assert_eq!(bash["kind"], "execute");
     assert_eq!(bash["title"], "`echo from-bash; sleep 0.5; echo later`");
     // The output as it comes: the first line before the command ends.
@@ -893,7 +910,7 @@ fn acp_cancel_withdraws_an_open_permission_request() {
 
 #[test]
 fn acp_the_client_s_mcp_servers_serve_the_session() {
-    let (mock, mut acp) = setup();
+    let (mock, mut acp) = setup_with(|b| b.arg("--permission-mode").arg("allowAll"));
     let cwd = acp.cwd();
     let server = crate::mcp::test_server().display().to_string();
     let response = acp.request(
@@ -941,6 +958,8 @@ fn acp_file_tools_go_through_the_editor_when_it_offers_fs() {
     let mock = MockServer::start_background().expect("mock");
     let mut acp = Acp::spawn(
         acp_tau()
+            .arg("--permission-mode")
+            .arg("allowAll")
             .agent_file("models.json", mock_models(&mock))
             .cwd_file("buf.txt", "disk text\n")
             .cwd_file("outside.txt", "from the disk\n"),
@@ -1259,5 +1278,129 @@ fn acp_an_extension_command_runs_the_message_it_sends_and_waits_for_it() {
     let id = prompt(&mut acp, &session, "hello");
     let seen = acp.until_response(id);
     assert_eq!(chunks(&seen, "agent_message_chunk"), "later");
+    assert!(acp.close().success());
+}
+
+#[test]
+fn acp_tools_ask_by_default_and_the_modes_are_the_core_s() {
+    let (mock, mut acp) = setup();
+    let cwd = acp.cwd();
+    let response = acp.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
+    let result = &response["result"];
+    assert_eq!(result["modes"]["currentModeId"], "ask", "{response}");
+    let ids: Vec<&str> = result["modes"]["availableModes"]
+        .as_array()
+        .map(|modes| modes.iter().filter_map(|m| m["id"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(ids, ["ask", "acceptEdits", "plan", "allowAll"]);
+    let session = result["sessionId"].as_str().expect("id").to_string();
+
+    // A command asks first; allowed once, it runs.
+    mock.push(Reply::new().tool_call("c1", "bash", json!({"command": "echo hi > hi.txt"})));
+    mock.push(Reply::text("done"));
+    let id = prompt(&mut acp, &session, "go");
+    let request = permission_request(&mut acp);
+    let params = &request["params"];
+    assert_eq!(params["toolCall"]["toolCallId"], "c1");
+    assert_eq!(params["toolCall"]["kind"], "execute");
+    assert_eq!(params["toolCall"]["title"], "Run echo hi > hi.txt");
+    let options: Vec<(&str, &str)> = params["options"]
+        .as_array()
+        .map(|o| {
+            o.iter()
+                .map(|o| {
+                    (
+                        o["optionId"].as_str().unwrap_or(""),
+                        o["kind"].as_str().unwrap_or(""),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        options,
+        [
+            ("allow", "allow_once"),
+            ("always", "allow_always"),
+            ("remember", "allow_always"),
+            ("reject", "reject_once")
+        ]
+    );
+    assert!(!acp.dirs.cwd().join("hi.txt").exists());
+    answer(
+        &mut acp,
+        &request,
+        json!({"outcome": "selected", "optionId": "allow"}),
+    );
+    let seen = acp.until_response(id);
+    assert_eq!(
+        seen.last().expect("response")["result"]["stopReason"],
+        "end_turn"
+    );
+    assert!(acp.dirs.cwd().join("hi.txt").exists());
+
+    // Plan mode, chosen by the editor: said back, and an edit is refused without asking.
+    let id = acp.start(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "plan"}),
+    );
+    let seen = acp.until_response(id);
+    assert!(
+        seen.last().expect("response").get("result").is_some(),
+        "{seen:#?}"
+    );
+    let update = seen
+        .iter()
+        .find(|v| {
+            v["method"] == "session/update"
+                && v["params"]["update"]["sessionUpdate"] == "current_mode_update"
+        })
+        .expect("the mode is said back");
+    assert_eq!(update["params"]["update"]["currentModeId"], "plan");
+    mock.push(Reply::new().tool_call(
+        "c2",
+        "write",
+        json!({"path": "hi.txt", "content": "changed"}),
+    ));
+    mock.push(Reply::text("planned"));
+    let id = prompt(&mut acp, &session, "plan");
+    let seen = acp.until_response(id);
+    assert!(
+        !seen
+            .iter()
+            .any(|v| v["method"] == "session/request_permission"),
+        "{seen:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(acp.dirs.cwd().join("hi.txt")).expect("file"),
+        "hi\n"
+    );
+    let bad = acp.request(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "sometimes"}),
+    );
+    assert!(bad.get("error").is_some(), "{bad}");
+
+    // Asked again, then cancelled: the request is withdrawn.
+    acp.request(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "ask"}),
+    );
+    mock.push(Reply::new().tool_call("c3", "bash", json!({"command": "touch late.txt"})));
+    let id = prompt(&mut acp, &session, "again");
+    let request = permission_request(&mut acp);
+    acp.notify("session/cancel", json!({"sessionId": session}));
+    let seen = acp.until_response(id);
+    assert_eq!(
+        seen.last().expect("response")["result"]["stopReason"],
+        "cancelled"
+    );
+    // The withdrawal and the answer may come in either order.
+    let withdrawn =
+        |v: &Value| v["method"] == "$/cancel_request" && v["params"]["requestId"] == request["id"];
+    if !seen.iter().any(withdrawn) {
+        acp.wait_notification(withdrawn);
+    }
+    assert!(!acp.dirs.cwd().join("late.txt").exists());
     assert!(acp.close().success());
 }

@@ -8,6 +8,7 @@
 )]
 
 mod acp;
+mod acp_editor;
 mod agent;
 mod bash_command;
 mod cli;
@@ -36,6 +37,7 @@ mod models;
 mod oneshot;
 mod ordering;
 mod packages;
+mod permissions;
 mod pi_extensions;
 mod pi_parity;
 mod resources;
