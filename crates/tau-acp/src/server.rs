@@ -254,8 +254,9 @@ struct Slot {
     session: AgentSession,
     events: mpsc::Receiver<Outbound>,
     translator: Translator,
-    /// The prompt whose turn is running, answered when the run settles.
-    pending: Option<Responder<PromptResponse>>,
+    /// The prompt whose turn is running, answered when the run settles. Reached only through
+    /// `&mut`, which keeps the slot `Sync` so the connection can run on the runtime's workers.
+    pending: sync_wrapper::SyncWrapper<Option<Responder<PromptResponse>>>,
     /// `session/cancel` came for the pending prompt.
     cancelled: bool,
     /// Where the session's extensions write for RPC clients, let go of at exit.
@@ -612,7 +613,7 @@ impl Server {
                 session,
                 events,
                 translator,
-                pending: None,
+                pending: sync_wrapper::SyncWrapper::new(None),
                 cancelled: false,
                 outlet: None,
             },
@@ -788,7 +789,7 @@ impl Server {
             let _ = responder.respond_with_error(AcpError::UnknownSession(id).to_rpc());
             return;
         };
-        if slot.pending.is_some() {
+        if slot.pending.get_mut().is_some() {
             let _ = responder.respond_with_error(AcpError::Busy(id).to_rpc());
             return;
         }
@@ -827,7 +828,7 @@ impl Server {
         }
         match submitted {
             Ok(Submitted::Start(launch)) => {
-                slot.pending = Some(responder);
+                *slot.pending.get_mut() = Some(responder);
                 slot.cancelled = false;
                 slot.session.launch(*launch);
             }
@@ -879,7 +880,7 @@ impl Server {
         let Some(slot) = self.slots.get_mut(id) else {
             return;
         };
-        if slot.pending.is_some() {
+        if slot.pending.get_mut().is_some() {
             slot.cancelled = true;
         }
         slot.session.runs_mut().abort().await;
@@ -984,7 +985,7 @@ impl Server {
             sessions::settle_pending(&slot.session, id);
         }
         if let SessionEvent::AgentSettled { aborted } = *event
-            && let Some(responder) = slot.pending.take()
+            && let Some(responder) = slot.pending.get_mut().take()
         {
             let cancelled = std::mem::take(&mut slot.cancelled);
             let last = &slot.translator.last_reply;

@@ -54,7 +54,11 @@ pub(crate) struct RunServices {
 pub struct Runs {
     active: Option<ActiveRun>,
     /// What the next run waits for before it writes anything (see [`Runs::gate_next`]).
-    gate: Option<futures_util::future::BoxFuture<'static, ()>>,
+    /// Reached only through `&mut self`, which makes the session `Sync`: a front-end can then
+    /// run its loop on the runtime's workers (the future holding `&AgentSession` is `Send`).
+    gate: sync_wrapper::SyncWrapper<Option<futures_util::future::BoxFuture<'static, ()>>>,
+    /// Whether a gate is set (for `Debug`, which cannot reach the gate through `&self`).
+    gated: bool,
     /// One HTTP client for every run and summary of the session (its connection pool), made
     /// when the first needs it.
     client: Option<tau_ai::provider::HttpClient>,
@@ -64,7 +68,7 @@ impl std::fmt::Debug for Runs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runs")
             .field("active", &self.active)
-            .field("gated", &self.gate.is_some())
+            .field("gated", &self.gated)
             .finish_non_exhaustive()
     }
 }
@@ -148,7 +152,8 @@ impl Runs {
         services: RunServices,
     ) {
         let context_window = spec.model.context_window;
-        let gate = self.gate.take();
+        let gate = self.gate.get_mut().take();
+        self.gated = false;
         self.launch(
             services,
             context_window,
@@ -173,12 +178,14 @@ impl Runs {
     /// `sendUserMessage` starts a run that pi begins only after the command's `prompt` is
     /// answered).
     pub fn gate_next(&mut self, gate: futures_util::future::BoxFuture<'static, ()>) {
-        self.gate = Some(gate);
+        *self.gate.get_mut() = Some(gate);
+        self.gated = true;
     }
 
     /// Drops a gate no run took.
     pub fn clear_gate(&mut self) {
-        self.gate = None;
+        *self.gate.get_mut() = None;
+        self.gated = false;
     }
 
     /// Starts a `compact` command on the run task's slot, so that it is aborted, waited for
@@ -594,9 +601,9 @@ mod tests {
     async fn a_gate_no_run_took_is_dropped_and_abort_without_a_run_returns() {
         let mut runs = Runs::default();
         runs.gate_next(Box::pin(std::future::pending()));
-        assert!(runs.gate.is_some());
+        assert!(runs.gate.get_mut().is_some());
         runs.clear_gate();
-        assert!(runs.gate.is_none());
+        assert!(runs.gate.get_mut().is_none());
         runs.abort().await;
         runs.reap().await;
         assert!(!runs.is_streaming());

@@ -86,10 +86,18 @@ fn serve_acp(run: Run, runtime: &tokio::runtime::Runtime) -> anyhow::Result<Exit
         extensions,
         signals.first(),
     );
-    Ok(match runtime.block_on(serving) {
-        tau_acp::ExitReason::InputClosed => ExitReason::InputClosed,
-        tau_acp::ExitReason::Signal(code) => ExitReason::Signal(code),
-        tau_acp::ExitReason::OutputFailed => ExitReason::OutputFailed,
+    // On a worker of the runtime, not on this thread: the worker that decodes a reply's
+    // bytes then carries its events through the loop itself, one wake-up fewer per chunk
+    // than when the loop waits on the thread that started the runtime.
+    let served = runtime.block_on(async { tokio::spawn(serving).await });
+    Ok(match served {
+        Ok(tau_acp::ExitReason::InputClosed) => ExitReason::InputClosed,
+        Ok(tau_acp::ExitReason::Signal(code)) => ExitReason::Signal(code),
+        Ok(tau_acp::ExitReason::OutputFailed) => ExitReason::OutputFailed,
+        Err(err) => {
+            tracing::error!("the ACP connection ended abnormally: {err}");
+            ExitReason::OutputFailed
+        }
     })
 }
 

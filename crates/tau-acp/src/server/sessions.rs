@@ -206,7 +206,7 @@ impl Server {
             return;
         };
         settle_pending(&slot.session, &id);
-        if let Some(prompt) = slot.pending.take() {
+        if let Some(prompt) = slot.pending.get_mut().take() {
             let _ = prompt.respond(PromptResponse::new(StopReason::Cancelled));
         }
         if let Some(extensions) = slot.session.extension_binding().extensions() {

@@ -699,3 +699,38 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+#[test]
+fn a_tool_call_asks_in_ask_mode_and_runs_once_allowed() {
+    let mock = MockServer::start_background().unwrap();
+    mock.push(Reply::new().tool_call(
+        "call_1",
+        "bash",
+        json!({"command": "echo allowed > made.txt"}),
+    ));
+    mock.push(Reply::text("Made."));
+    let dirs = dirs_with_models(&mock);
+    // The user's settings choose the mode the terminal starts in.
+    std::fs::write(
+        dirs.agent_dir().join("settings.json"),
+        r#"{"retry": {"enabled": false}, "theme": "dark", "permissions": {"defaultMode": "ask"}}"#,
+    )
+    .unwrap();
+    let mut term = Terminal::start(&dirs, &[], (100, 24));
+    term.wait_for("ask • mock/mock-1");
+    term.submit("make it");
+    term.wait_until("the permission dialog", |screen| {
+        screen.contains("Allow? Run echo allowed > made.txt")
+            && screen.contains("Always allow bash(echo) in this session")
+    });
+    assert!(!dirs.cwd().join("made.txt").exists());
+    term.keys("\r");
+    term.wait_for("Made.");
+    assert_eq!(
+        std::fs::read_to_string(dirs.cwd().join("made.txt")).unwrap(),
+        "allowed\n"
+    );
+    // Plan mode from the command line of the session: the footer says so.
+    term.submit("/permissions plan");
+    term.wait_for("plan • mock/mock-1");
+}
