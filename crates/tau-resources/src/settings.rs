@@ -465,8 +465,8 @@ pub const KEYS: &[SettingKey] = &[
     key("mcp.maxRestarts", Reach::Behaviour),
     key("theme", Reach::Behaviour),
     // An `allow` rule lets a command run without asking (decision T123).
+    // The whole object (`defaultMode`, `allow`, `deny`): one key, read whole.
     key("permissions", Reach::RunsCode),
-    key("permissions.defaultMode", Reach::RunsCode),
 ];
 
 /// pi's `parseHttpIdleTimeoutMs`: a non-negative number (floored), a string holding one, or

@@ -407,8 +407,10 @@ impl Permissions {
     /// The mode `permissions.defaultMode` names in `settings`, if it names one.
     pub fn mode_in(settings: &Settings) -> Option<PermissionMode> {
         settings
-            .get::<String>("permissions.defaultMode")
-            .and_then(|name| PermissionMode::parse(&name))
+            .get::<Value>(SETTINGS_KEY)?
+            .get("defaultMode")
+            .and_then(Value::as_str)
+            .and_then(PermissionMode::parse)
     }
 
     /// Tools that are never asked about (the RPC client's own host tools).
