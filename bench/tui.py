@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """The interactive session on a pseudo-terminal, tau beside pi 0.79 in the same run.
 
-Two figures per agent, medians of --runs interleaved rounds:
+Three figures per agent, medians of --runs interleaved rounds:
   start ms    launch to an editable prompt (the footer naming the model is on screen);
   reply CPU   user+system CPU seconds of the whole process (children included) for a start,
-              one reply of --deltas text deltas drawn on screen, and the exit.
+              one reply of --deltas text deltas drawn on screen, and the exit;
+  screen MB   what the agent wrote to the terminal for all that, which the terminal has to
+              take in (a program that writes faster than it does waits).
 
 Both run against tau-mock-llm (started here, rules mode off, replies scripted over its control
 API) with the same models.json.
 
-  python3 bench/tui.py [--runs 7] [--deltas 10000] [--code] [--pi /tmp/pi-ref/node_modules/.bin/pi]
+  python3 bench/tui.py [--runs 7] [--deltas 10000] [--code] [--pace MS] [--pi /tmp/pi-ref/node_modules/.bin/pi]
 
 --code makes the reply one Rust code block (ten deltas a line), drawn highlighted.
+--pace MS has the mock wait MS milliseconds between two deltas (chunkDelayMs), as a model does;
+a third figure, reply s, is then the time from Enter until the reply's last word is on screen,
+which shows what waits between a delta's arrival and its frame.
 
 Needs `cargo build --profile dist -p tau -p tau-mock-llm` (done here) and, for the pi column,
 bash bench/reference/install-pi.sh.
@@ -42,14 +47,17 @@ def start_mock(target):
     return mock, url
 
 
-def push_reply(url, deltas, code=False):
+def push_reply(url, deltas, code=False, pace=0):
     if code:
         # A Rust code block, ten deltas to a line: the highlighter's case.
         chunks = ["```rust\n"] + [("let v%d = %d; // n\n" if i % 10 == 9 else "v%d + %d ") % (i, i)
                                    for i in range(deltas - 2)] + ["\n```\nTHE-END."]
     else:
         chunks = ["word%d " % i for i in range(deltas - 1)] + ["THE-END."]
-    body = json.dumps({"content": [{"type": "text", "chunks": chunks}]}).encode()
+    reply = {"content": [{"type": "text", "chunks": chunks}]}
+    if pace:
+        reply["chunkDelayMs"] = pace
+    body = json.dumps(reply).encode()
     req = urllib.request.Request(url + "/_mock/replies", data=body, method="POST",
                                  headers={"content-type": "application/json"})
     urllib.request.urlopen(req).read()
@@ -65,13 +73,26 @@ class Session:
             os.execvpe(argv[0], argv, env)
         import fcntl, struct, termios
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        self.seen = b""
+        self.plain = b""
+        self.carry = b""
+        self.written = 0
+
+    def take(self, data):
+        """Adds what the agent wrote to the text seen, escape sequences left out as they come (a
+        sequence cut at the end of a read waits for its rest): stripping all that was kept at
+        every read made the reader, not the agent, the slow side for an agent writing often."""
+        data = self.carry + data
+        self.carry = b""
+        cut = data.rfind(b"\x1b")
+        if cut != -1 and not ANSI.match(data, cut) and len(data) - cut < 4096:
+            data, self.carry = data[:cut], data[cut:]
+        # Keep the tail only: the marker is recent.
+        self.plain = (self.plain + ANSI.sub(b"", data))[-400000:]
 
     def wait_for(self, marker, timeout=60):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            plain = ANSI.sub(b"", self.seen)
-            if marker in plain:
+            if marker in self.plain:
                 return True
             r, _, _ = select.select([self.fd], [], [], 0.05)
             if r:
@@ -79,7 +100,8 @@ class Session:
                     data = os.read(self.fd, 1 << 16)
                 except OSError:
                     return False
-                self.seen += data
+                self.take(data)
+                self.written += len(data)
                 # Answer the queries a terminal answers: the cursor position, the colours
                 # (OSC 10/11, a dark background) and the device attributes (DA1).
                 if b"\x1b[6n" in data:
@@ -93,8 +115,6 @@ class Session:
                     answer += b"\x1b[?62;22c"
                 if answer:
                     os.write(self.fd, answer)
-                # Keep the tail only: the marker is recent.
-                self.seen = self.seen[-400000:]
         return False
 
     def send(self, data):
@@ -111,7 +131,7 @@ class Session:
             if pid:
                 return usage.ru_utime + usage.ru_stime
             try:
-                os.read(self.fd, 1 << 16)
+                self.written += len(os.read(self.fd, 1 << 16))
             except OSError:
                 pass
             time.sleep(0.02)
@@ -120,23 +140,25 @@ class Session:
         return usage.ru_utime + usage.ru_stime
 
 
-def run_once(argv, env, cwd, url, deltas, marker, code=False):
+def run_once(argv, env, cwd, url, deltas, marker, code=False, pace=0):
     # The children's CPU (pi's Node) counts: measured from a fork that waits for them.
     started = time.monotonic()
     s = Session(argv, env, cwd)
     if not s.wait_for(marker):
-        raise SystemExit("%s never showed %r:\n%s" % (argv[0], marker, ANSI.sub(b"", s.seen)[-2000:]))
+        raise SystemExit("%s never showed %r:\n%s" % (argv[0], marker, s.plain[-2000:]))
     start_ms = (time.monotonic() - started) * 1000
-    push_reply(url, deltas, code)
+    push_reply(url, deltas, code, pace)
     time.sleep(0.3)
     s.send(b"go")
     time.sleep(0.1)
     s.send(b"\r")
+    sent = time.monotonic()
     if not s.wait_for(b"THE-END.", timeout=180):
         raise SystemExit("%s never finished the reply" % argv[0])
+    reply_s = time.monotonic() - sent
     time.sleep(0.3)
     cpu = s.finish()
-    return start_ms, cpu
+    return start_ms, cpu, reply_s, s.written / 1e6
 
 
 def main():
@@ -144,6 +166,7 @@ def main():
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--deltas", type=int, default=10000)
     parser.add_argument("--code", action="store_true", help="the reply is one code block")
+    parser.add_argument("--pace", type=int, default=0, help="milliseconds between two deltas")
     parser.add_argument("--pi", default="/tmp/pi-ref/node_modules/.bin/pi")
     args = parser.parse_args()
     subprocess.run(["cargo", "build", "--profile", "dist", "--quiet", "-p", "tau", "-p", "tau-mock-llm"],
@@ -181,12 +204,17 @@ def main():
         results = {name: [] for name in agents}
         for _ in range(args.runs):
             for name, (argv, env) in agents.items():
-                results[name].append(run_once(argv, env, cwd, url, args.deltas, b"mock-1", args.code))
-        print("| agent | start ms (launch to editable prompt) | CPU s (start, %d-delta reply, exit) |" % args.deltas)
-        print("|---|---:|---:|")
+                results[name].append(run_once(argv, env, cwd, url, args.deltas, b"mock-1", args.code,
+                                              args.pace))
+        paced = " | reply s (Enter to the last delta on screen)" if args.pace else ""
+        print("| agent | start ms (launch to editable prompt) | CPU s (start, %d-delta reply, exit) "
+              "| screen MB%s |" % (args.deltas, paced))
+        print("|---|---:|---:|---:|" + ("---:|" if args.pace else ""))
         for name, rows in results.items():
-            print("| %s | %.1f | %.3f |" % (name, statistics.median(r[0] for r in rows),
-                                           statistics.median(r[1] for r in rows)))
+            reply = " | %.2f" % statistics.median(r[2] for r in rows) if args.pace else ""
+            print("| %s | %.1f | %.3f | %.2f%s |" % (name, statistics.median(r[0] for r in rows),
+                                                     statistics.median(r[1] for r in rows),
+                                                     statistics.median(r[3] for r in rows), reply))
         if "pi" in results and "tau" in results:
             t, p = results["tau"], results["pi"]
             print("\ntau/pi: start %.3f, CPU %.3f" % (

@@ -17,10 +17,11 @@
 // each provider's models in source order. The Rust side (crates/tau-ai/src/registry/catalog.rs)
 // embeds the file and parses it on first use.
 //
-// Only models tau can talk to are kept: those whose `api` is one of the four wire APIs tau
-// implements (decision 20). Models on other APIs (Bedrock's converse stream, Azure's and the
-// ChatGPT-subscription flavours of Responses, Vertex) are left out, and a provider all of whose
-// models are left out disappears from the catalog. The one exception is Mistral: pi talks to it
+// Only models tau can talk to are kept: those whose `api` is one of the wire APIs tau
+// implements (decision 20; Azure's Responses, Vertex and Bedrock's Converse stream since
+// decision T125). Models on other APIs (the ChatGPT-subscription flavour of Responses, whose
+// login would have tau pose as another vendor's client) are left out, and a provider all of
+// whose models are left out disappears from the catalog. The one exception is Mistral: pi talks to it
 // through Mistral's own SDK, but Mistral also serves the OpenAI chat-completions wire format under
 // /v1, and decision 20 names it among the servers `openai-completions` covers, so its models are
 // rewritten onto that API (see REWRITES below).
@@ -36,7 +37,14 @@ const SUPPORTED_APIS = new Set([
   "openai-completions",
   "openai-responses",
   "google-generative-ai",
+  "azure-openai-responses",
+  "google-vertex",
+  "bedrock-converse-stream",
 ]);
+
+// APIs whose models may have an empty baseUrl: Azure's endpoint is the user's own resource,
+// found at request time (AZURE_OPENAI_BASE_URL / AZURE_OPENAI_RESOURCE_NAME).
+const BASE_URL_OPTIONAL = new Set(["azure-openai-responses"]);
 
 // api in pi's catalog -> how to move such a model onto an API tau implements.
 const REWRITES = {
@@ -70,7 +78,8 @@ function checkNumber(model, path, value) {
 // loudly when pi's shape has drifted so that a silent mismatch never reaches the data file.
 function toTauModel(model) {
   for (const key of ["id", "name", "api", "provider", "baseUrl"]) {
-    if (typeof model[key] !== "string" || model[key] === "") {
+    const emptyOk = key === "baseUrl" && BASE_URL_OPTIONAL.has(model.api);
+    if (typeof model[key] !== "string" || (model[key] === "" && !emptyOk)) {
       fail(`${model.provider}/${model.id}: ${key} is missing or not a string`);
     }
   }

@@ -1,7 +1,9 @@
 //! Throughput of the provider layer: a 10,000-delta reply (4 characters each) per API,
 //! streamed from tau-mock-llm over loopback HTTP and decoded into events. Reports deltas per
 //! second and heap allocations per delta on the consuming thread (the mock runs on its own
-//! thread, so its allocations are not counted).
+//! thread, so its allocations are not counted). The cloud APIs run with the credentials the
+//! mock takes without configuration: Azure's key, Vertex's API key (express mode; an ADC token
+//! is one exchange per hour, not per delta), and a SigV4 signature made per request.
 //!
 //!   cargo bench -p tau-ai --bench stream
 //!   MOCK_URL=http://127.0.0.1:PORT cargo bench -p tau-ai --bench stream   (external mock)
@@ -11,7 +13,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tau_ai::provider::{Context, StreamOptions, http_client, stream};
+use tau_ai::provider::{Context, ProviderEnv, StreamOptions, http_client, stream};
 use tau_mock_llm::{MockServer, Reply};
 use tau_protocol::{
     AssistantMessageEvent, InputModality, Message, Model, ModelCost, UserContent, UserMessage,
@@ -51,17 +53,21 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 const DELTAS: usize = 10_000;
-const APIS: [&str; 4] = [
+const APIS: [&str; 7] = [
     "anthropic-messages",
     "openai-completions",
     "openai-responses",
     "google-generative-ai",
+    "azure-openai-responses",
+    "google-vertex",
+    "bedrock-converse-stream",
 ];
 
 fn model(api: &str, url: &str) -> Model {
     let base_url = match api {
-        "anthropic-messages" => url.to_string(),
+        "anthropic-messages" | "google-vertex" | "bedrock-converse-stream" => url.to_string(),
         "google-generative-ai" => format!("{url}/v1beta"),
+        "azure-openai-responses" => format!("{url}/openai/v1"),
         _ => format!("{url}/v1"),
     };
     Model {
@@ -105,7 +111,7 @@ fn main() {
     };
     let chunks: Vec<String> = (0..DELTAS).map(|i| format!("{:04}", i % 10_000)).collect();
     println!(
-        "{:<22} {:>12} {:>14} {:>10}",
+        "{:<24} {:>12} {:>14} {:>10}",
         "api", "deltas/s", "allocs/delta", "ms"
     );
     for api in APIS {
@@ -125,6 +131,12 @@ fn main() {
             }
             let options = StreamOptions {
                 api_key: Some("k".into()),
+                env: ProviderEnv::new(|name| match name {
+                    "AWS_ACCESS_KEY_ID" => Some("AKIDBENCH".into()),
+                    "AWS_SECRET_ACCESS_KEY" => Some("bench-secret".into()),
+                    "AWS_REGION" => Some("us-east-1".into()),
+                    _ => None,
+                }),
                 ..StreamOptions::default()
             };
             let (elapsed, allocations, deltas) = runtime.block_on(async {
@@ -149,7 +161,7 @@ fn main() {
         }
         let (elapsed, allocations) = best.unwrap();
         println!(
-            "{:<22} {:>12.0} {:>14.2} {:>10.1}",
+            "{:<24} {:>12.0} {:>14.2} {:>10.1}",
             api,
             DELTAS as f64 / elapsed.as_secs_f64(),
             allocations as f64 / DELTAS as f64,

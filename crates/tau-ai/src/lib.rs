@@ -1,4 +1,4 @@
-//! The LLM layer: `provider` streams a model's reply from the four wire APIs as
+//! The LLM layer: `provider` streams a model's reply from the seven wire APIs as
 //! [`AssistantMessageEvent`](tau_protocol::AssistantMessageEvent)s, and `registry` resolves
 //! models and keys.
 //!

@@ -1,36 +1,108 @@
 //! Every provider adapter against tau-mock-llm over real loopback HTTP: text, thinking, two
 //! tool calls in one reply, usage and cost, every fault the mock injects, abort mid-stream,
-//! and a 10,000-delta reply.
+//! and a 10,000-delta reply. The cloud APIs run with their credentials checked by the mock:
+//! Azure's key, Vertex's OAuth token (a service-account JWT exchanged at the mock's token
+//! endpoint) and Bedrock's SigV4 signature.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use serde_json::json;
 use tau_ai::provider::{
-    CancellationToken, Context, StreamOptions, Tool, http_client, is_overflow_error,
+    CancellationToken, Context, ProviderEnv, StreamOptions, Tool, http_client, is_overflow_error,
     is_retryable_error, stream,
 };
-use tau_mock_llm::{Fault, MockServer, Reply};
+use tau_mock_llm::{AwsCredentials, Fault, GoogleOAuth, MockServer, Reply};
 use tau_protocol::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, InputModality, Message, Model,
     ModelCost, StopReason, UserContent, UserMessage,
 };
 
-const APIS: [&str; 4] = [
+const APIS: [&str; 7] = [
     "anthropic-messages",
     "openai-completions",
     "openai-responses",
     "google-generative-ai",
+    "azure-openai-responses",
+    "google-vertex",
+    "bedrock-converse-stream",
 ];
+
+/// The test AWS key pair the mock checks signatures against.
+const AWS_KEY_ID: &str = "AKIAMOCKTEST0000";
+const AWS_SECRET: &str = "mock/secret+key/for/tests/only/0000000000";
+const SERVICE_ACCOUNT: &str = "tau-tests@mock-project.iam.gserviceaccount.com";
+
+/// A mock whose cloud endpoints check credentials as the services do.
+async fn start() -> MockServer {
+    let server = MockServer::start().await.unwrap();
+    server.require_aws_signature(AwsCredentials {
+        access_key_id: AWS_KEY_ID.into(),
+        secret_access_key: AWS_SECRET.into(),
+        session_token: Some("mock-session-token".into()),
+    });
+    server.set_google_oauth(GoogleOAuth {
+        service_account: Some((SERVICE_ACCOUNT.into(), "key-1".into())),
+        expires_in: 3600,
+        ..GoogleOAuth::default()
+    });
+    server
+}
+
+/// Where the tests' service-account key files live (one per mock, for its token endpoint).
+static KEY_DIR: LazyLock<tempfile::TempDir> = LazyLock::new(|| tempfile::tempdir().unwrap());
+
+/// The environment a cloud provider reads: AWS keys and region, Vertex's project, location,
+/// key file and endpoint, Azure's nothing (its base URL is the model's).
+fn cloud_env(server: &MockServer) -> HashMap<String, String> {
+    let url = server.url();
+    let key_file: PathBuf = KEY_DIR
+        .path()
+        .join(format!("{}.json", server.addr().port()));
+    if !key_file.exists() {
+        let json =
+            GoogleOAuth::service_account_json(SERVICE_ACCOUNT, "key-1", &format!("{url}/token"));
+        std::fs::write(&key_file, json).unwrap();
+    }
+    [
+        ("AWS_ACCESS_KEY_ID", AWS_KEY_ID.to_string()),
+        ("AWS_SECRET_ACCESS_KEY", AWS_SECRET.to_string()),
+        ("AWS_SESSION_TOKEN", "mock-session-token".to_string()),
+        ("AWS_REGION", "eu-west-3".to_string()),
+        ("GOOGLE_CLOUD_PROJECT", "mock-project".to_string()),
+        ("GOOGLE_CLOUD_LOCATION", "us-central1".to_string()),
+        (
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            key_file.display().to_string(),
+        ),
+        ("GOOGLE_VERTEX_BASE_URL", url),
+        ("HOME", KEY_DIR.path().display().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
 
 fn model(api: &str, url: &str) -> Model {
     let base_url = match api {
-        "anthropic-messages" => url.to_string(),
+        "anthropic-messages" | "bedrock-converse-stream" => url.to_string(),
         "google-generative-ai" => format!("{url}/v1beta"),
+        "azure-openai-responses" => format!("{url}/openai/v1"),
+        // The catalog's template: the endpoint comes from the location (here overridden by
+        // GOOGLE_VERTEX_BASE_URL, as Google's SDK allows).
+        "google-vertex" => "https://{location}-aiplatform.googleapis.com".to_string(),
         _ => format!("{url}/v1"),
     };
+    // A Bedrock id with a `:` (escaped in the path, and escaped again in the signature).
+    let id = match api {
+        "bedrock-converse-stream" => "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        _ => "mock-model",
+    };
     Model {
-        id: "mock-model".into(),
+        id: id.into(),
         name: "Mock".into(),
         api: api.into(),
         provider: "mock".into(),
@@ -67,12 +139,28 @@ fn context() -> Context {
     }
 }
 
-fn options() -> StreamOptions {
+/// The options a request to `api` on `server` needs: a key (for Vertex the marker that
+/// means Application Default Credentials, as tau's registry gives it), the cloud environment.
+fn options(api: &str, server: &MockServer) -> StreamOptions {
+    let env = cloud_env(server);
     StreamOptions {
-        api_key: Some("test-key".into()),
+        api_key: Some(match api {
+            "google-vertex" => "<authenticated>".into(),
+            _ => "test-key".into(),
+        }),
         include_partial: true,
         idle_timeout: Duration::from_secs(10),
+        env: ProviderEnv::new(move |name| env.get(name).cloned()),
         ..StreamOptions::default()
+    }
+}
+
+/// An HTTP error's text with the provider's own prefix taken off, so that every API's
+/// status can be checked alike (`Azure OpenAI API error (429): 429 …`).
+fn status_text(message: &str) -> &str {
+    match message.strip_prefix("Azure OpenAI API error (") {
+        Some(rest) => rest.split_once("): ").map_or(rest, |(_, m)| m),
+        None => message,
     }
 }
 
@@ -114,7 +202,7 @@ fn kind(event: &AssistantMessageEvent) -> &'static str {
 
 #[tokio::test]
 async fn thinking_text_and_two_tool_calls_on_every_api() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     for api in APIS {
         server.clear();
         server.push(
@@ -125,7 +213,7 @@ async fn thinking_text_and_two_tool_calls_on_every_api() {
                 .tool_call("call_2", "bash", json!({"command": "pwd"}))
                 .usage(1000, 200, 400, 0),
         );
-        let (events, message) = collect(api, &server, options()).await;
+        let (events, message) = collect(api, &server, options(api, &server)).await;
         assert_eq!(kind(&events[0]), "start", "{api}");
         assert_eq!(
             message.stop_reason,
@@ -162,7 +250,7 @@ async fn thinking_text_and_two_tool_calls_on_every_api() {
         assert_eq!(a.name, "bash");
         assert_eq!(json!(a.arguments), json!({"command": "ls -la"}), "{api}");
         assert_eq!(json!(b.arguments), json!({"command": "pwd"}), "{api}");
-        if api == "google-generative-ai" {
+        if api == "google-generative-ai" || api == "google-vertex" {
             // Gemini sends no call ids; tau makes unique ones.
             assert!(
                 a.id.starts_with("bash_") && a.id != b.id,
@@ -197,8 +285,15 @@ async fn thinking_text_and_two_tool_calls_on_every_api() {
                 assert_eq!(tool_call.name, "bash");
             }
         }
-        if api != "google-generative-ai" {
-            // Gemini streams because of the URL (`:streamGenerateContent?alt=sse`).
+        if ![
+            "google-generative-ai",
+            "google-vertex",
+            "bedrock-converse-stream",
+        ]
+        .contains(&api)
+        {
+            // Gemini and Bedrock stream because of the URL (`:streamGenerateContent?alt=sse`,
+            // `/converse-stream`).
             assert_eq!(server.requests()[0].body["stream"], json!(true), "{api}");
         }
     }
@@ -206,11 +301,11 @@ async fn thinking_text_and_two_tool_calls_on_every_api() {
 
 #[tokio::test]
 async fn request_shapes_reach_the_server() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     for api in APIS {
         server.clear();
         server.push(Reply::text("ok"));
-        let (_, message) = collect(api, &server, options()).await;
+        let (_, message) = collect(api, &server, options(api, &server)).await;
         assert_eq!(
             message.stop_reason,
             StopReason::Stop,
@@ -221,11 +316,17 @@ async fn request_shapes_reach_the_server() {
         let auth = match api {
             "anthropic-messages" => request.header("x-api-key"),
             "google-generative-ai" => request.header("x-goog-api-key"),
+            "azure-openai-responses" => request.header("api-key"),
             _ => request.header("authorization"),
         };
+        let expected = match api {
+            "google-vertex" => "Bearer ya29.mock-",
+            "bedrock-converse-stream" => "AWS4-HMAC-SHA256 Credential=AKIAMOCKTEST0000/",
+            _ => "test-key",
+        };
         assert!(
-            auth.is_some_and(|a| a.contains("test-key")),
-            "{api}: key sent"
+            auth.is_some_and(|a| a.contains(expected)),
+            "{api}: credentials sent: {auth:?}"
         );
         let text = request.body.to_string();
         assert!(text.contains("list the files"), "{api}: prompt sent");
@@ -234,29 +335,45 @@ async fn request_shapes_reach_the_server() {
     }
 }
 
-type Check = fn(&str) -> bool;
+type Check = fn(&str, &str) -> bool;
+
+/// Whether `message` reports HTTP `status` the way `api`'s SDK words it: `<status> …` (after
+/// Azure's prefix), or Bedrock's exception names, which carry no status.
+fn reports_status(api: &str, message: &str, status: u16) -> bool {
+    if api == "bedrock-converse-stream" {
+        let prefix = match status {
+            400 => "Validation error: ",
+            429 => "Throttling error: ",
+            500 => "Internal server error: ",
+            503 => "Service unavailable: ",
+            _ => return false,
+        };
+        return message.starts_with(prefix);
+    }
+    status_text(message).starts_with(&format!("{status} "))
+}
 
 #[tokio::test]
 async fn every_fault_becomes_an_error_message() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     let cases: [(Fault, Check); 6] = [
         (
             Fault::RateLimited {
                 retry_after: Some(2),
             },
-            |m| m.starts_with("429 ") && is_retryable_error(m),
+            |api, m| reports_status(api, m, 429) && is_retryable_error(m),
         ),
-        (Fault::ServerError, |m| {
-            m.starts_with("500 ") && is_retryable_error(m)
+        (Fault::ServerError, |api, m| {
+            reports_status(api, m, 500) && is_retryable_error(m)
         }),
-        (Fault::ServiceUnavailable, |m| {
-            m.starts_with("503 ") && is_retryable_error(m)
+        (Fault::ServiceUnavailable, |api, m| {
+            reports_status(api, m, 503) && is_retryable_error(m)
         }),
-        (Fault::Overloaded, is_retryable_error),
-        (Fault::ContextOverflow, |m| {
-            m.starts_with("400 ") && is_overflow_error(m) && !is_retryable_error(m)
+        (Fault::Overloaded, |_, m| is_retryable_error(m)),
+        (Fault::ContextOverflow, |api, m| {
+            reports_status(api, m, 400) && is_overflow_error(m) && !is_retryable_error(m)
         }),
-        (Fault::DropAfter { events: 2 }, is_retryable_error),
+        (Fault::DropAfter { events: 2 }, |_, m| is_retryable_error(m)),
     ];
     for api in APIS {
         for (fault, check) in &cases {
@@ -267,23 +384,55 @@ async fn every_fault_becomes_an_error_message() {
                     .chunk_size(4)
                     .with_fault(fault.clone()),
             );
-            let (_, message) = collect(api, &server, options()).await;
+            let (_, message) = collect(api, &server, options(api, &server)).await;
             assert_eq!(message.stop_reason, StopReason::Error, "{api} {fault:?}");
             let text = message.error_message.clone().unwrap_or_default();
-            assert!(check(&text), "{api} {fault:?}: {text}");
+            assert!(check(api, &text), "{api} {fault:?}: {text}");
         }
+    }
+}
+
+/// An error the server sends inside a stream that has started ends the reply with the API's
+/// own words, the text kept.
+#[tokio::test]
+async fn in_stream_errors_end_the_reply() {
+    let server = start().await;
+    for api in APIS {
+        server.clear();
+        server.push(
+            Reply::new()
+                .with_text("partial answer that is long enough")
+                .chunk_size(4)
+                .with_fault(Fault::ErrorEventAfter { events: 8 }),
+        );
+        let (events, message) = collect(api, &server, options(api, &server)).await;
+        assert_eq!(message.stop_reason, StopReason::Error, "{api}");
+        assert!(events.iter().any(|e| kind(e) == "text_delta"), "{api}");
+        let text = message.error_message.unwrap_or_default();
+        let expected = match api {
+            "anthropic-messages" => "overloaded_error",
+            "openai-completions" => "The server had an error while processing your request.",
+            "openai-responses" | "azure-openai-responses" => {
+                "Error Code server_error: The server had an error while processing your request."
+            }
+            "bedrock-converse-stream" => {
+                "Throttling error: Too many requests, please wait before trying again."
+            }
+            _ => "The model is overloaded. Please try again later.",
+        };
+        assert!(text.contains(expected), "{api}: {text}");
     }
 }
 
 #[tokio::test]
 async fn a_stalled_stream_times_out() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     for api in APIS {
         server.clear();
         server.push(Reply::text("never finished").with_fault(Fault::StallAfter { events: 2 }));
         let opts = StreamOptions {
             idle_timeout: Duration::from_millis(300),
-            ..options()
+            ..options(api, &server)
         };
         let (_, message) = collect(api, &server, opts).await;
         assert_eq!(message.stop_reason, StopReason::Error, "{api}");
@@ -297,13 +446,13 @@ async fn a_stalled_stream_times_out() {
 
 #[tokio::test]
 async fn provider_level_retries_follow_the_sdks() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     for api in APIS {
         // Off by default: the first failure is the answer.
         server.clear();
         server.push(Reply::fault(Fault::ServerError));
         server.push(Reply::text("second"));
-        let (_, message) = collect(api, &server, options()).await;
+        let (_, message) = collect(api, &server, options(api, &server)).await;
         assert_eq!(message.stop_reason, StopReason::Error, "{api}");
         assert_eq!(server.requests().len(), 1, "{api}");
 
@@ -316,7 +465,7 @@ async fn provider_level_retries_follow_the_sdks() {
         server.push(Reply::text("third time"));
         let opts = StreamOptions {
             max_retries: 2,
-            ..options()
+            ..options(api, &server)
         };
         let (_, message) = collect(api, &server, opts).await;
         assert_eq!(message.stop_reason, StopReason::Stop, "{api}: {message:?}");
@@ -335,7 +484,7 @@ async fn provider_level_retries_follow_the_sdks() {
             let opts = StreamOptions {
                 max_retries: 3,
                 max_retry_delay: Duration::from_secs(1),
-                ..options()
+                ..options(api, &server)
             };
             let started = std::time::Instant::now();
             let (_, message) = collect(api, &server, opts).await;
@@ -351,13 +500,13 @@ async fn provider_level_retries_follow_the_sdks() {
 
 #[tokio::test]
 async fn the_request_timeout_bounds_the_wait_for_headers() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     for api in APIS {
         server.clear();
         server.push(Reply::text("late").delay_ms(3000));
         let opts = StreamOptions {
             request_timeout: Some(Duration::from_millis(300)),
-            ..options()
+            ..options(api, &server)
         };
         let started = std::time::Instant::now();
         let (_, message) = collect(api, &server, opts).await;
@@ -373,7 +522,7 @@ async fn the_request_timeout_bounds_the_wait_for_headers() {
         server.push(Reply::text("slow but fine").delay_ms(400));
         let opts = StreamOptions {
             idle_timeout: Duration::ZERO,
-            ..options()
+            ..options(api, &server)
         };
         let (_, message) = collect(api, &server, opts).await;
         assert_eq!(message.stop_reason, StopReason::Stop, "{api}");
@@ -382,7 +531,7 @@ async fn the_request_timeout_bounds_the_wait_for_headers() {
 
 #[tokio::test]
 async fn abort_mid_stream_keeps_what_arrived() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     for api in APIS {
         server.clear();
         server.push(
@@ -394,7 +543,7 @@ async fn abort_mid_stream_keeps_what_arrived() {
         let cancel = CancellationToken::new();
         let opts = StreamOptions {
             cancel: cancel.clone(),
-            ..options()
+            ..options(api, &server)
         };
         let client = http_client();
         let mut s = stream(&client, &model(api, &server.url()), &context(), opts);
@@ -417,14 +566,14 @@ async fn abort_mid_stream_keeps_what_arrived() {
 
 #[tokio::test]
 async fn ten_thousand_deltas_arrive_in_order() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     for api in APIS {
         server.clear();
         let chunks: Vec<String> = (0..10_000).map(|i| format!("{i:04}")).collect();
         server.push(Reply::new().text_chunks(chunks.clone()));
         let opts = StreamOptions {
             include_partial: false,
-            ..options()
+            ..options(api, &server)
         };
         let (events, message) = collect(api, &server, opts).await;
         let deltas = events.iter().filter(|e| kind(e) == "text_delta").count();
@@ -438,10 +587,10 @@ async fn ten_thousand_deltas_arrive_in_order() {
 
 #[tokio::test]
 async fn missing_key_and_unknown_api_fail_without_a_request() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     let no_key = StreamOptions {
         api_key: None,
-        ..options()
+        ..options("openai-completions", &server)
     };
     let (_, message) = collect("openai-completions", &server, no_key).await;
     assert_eq!(
@@ -452,11 +601,18 @@ async fn missing_key_and_unknown_api_fail_without_a_request() {
     );
     let client = http_client();
     let mut m = model("openai-completions", &server.url());
-    m.api = "bedrock-converse-stream".into();
-    let result = stream(&client, &m, &context(), options()).result().await;
+    m.api = "bedrock-runtime-invoke".into();
+    let result = stream(
+        &client,
+        &m,
+        &context(),
+        options("openai-completions", &server),
+    )
+    .result()
+    .await;
     assert_eq!(
         result.error_message.as_deref(),
-        Some("Unsupported API: bedrock-converse-stream")
+        Some("Unsupported API: bedrock-runtime-invoke")
     );
     assert!(server.requests().is_empty());
 }
@@ -468,7 +624,7 @@ async fn images_reach_every_api_in_its_own_shape() {
         AssistantMessage as Am, ImageContent, TextContent, ToolCall, ToolResultMessage, Usage,
         UserContentBlock,
     };
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     for api in APIS {
         server.clear();
         server.push(Reply::text("I see it."));
@@ -524,7 +680,9 @@ async fn images_reach_every_api_in_its_own_shape() {
             ],
             tools: context().tools,
         };
-        let result = stream(&http_client(), &m, &ctx, options()).result().await;
+        let result = stream(&http_client(), &m, &ctx, options(api, &server))
+            .result()
+            .await;
         assert_eq!(
             result.stop_reason,
             StopReason::Stop,
@@ -541,9 +699,13 @@ async fn images_reach_every_api_in_its_own_shape() {
                 r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,VVNFUklNQUdF"}}"#,
                 r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,VE9PTElNQUdF"}}"#,
             ),
-            "openai-responses" => (
+            "openai-responses" | "azure-openai-responses" => (
                 r#"{"type":"input_image","detail":"auto","image_url":"data:image/png;base64,VVNFUklNQUdF"}"#,
                 r#"{"type":"input_image","detail":"auto","image_url":"data:image/png;base64,VE9PTElNQUdF"}"#,
+            ),
+            "bedrock-converse-stream" => (
+                r#"{"image":{"format":"png","source":{"bytes":"VVNFUklNQUdF"}}}"#,
+                r#"{"image":{"format":"png","source":{"bytes":"VE9PTElNQUdF"}}}"#,
             ),
             _ => (
                 r#"{"inlineData":{"mimeType":"image/png","data":"VVNFUklNQUdF"}}"#,
@@ -559,14 +721,14 @@ async fn images_reach_every_api_in_its_own_shape() {
 /// sends none.
 #[tokio::test]
 async fn thinking_levels_map_to_each_api() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     for api in APIS {
         server.clear();
         server.push(Reply::text("ok"));
         server.push(Reply::text("ok"));
         let opts = StreamOptions {
             reasoning: Some(tau_protocol::ThinkingLevel::High),
-            ..options()
+            ..options(api, &server)
         };
         let m = model(api, &server.url());
         stream(&http_client(), &m, &context(), opts.clone())
@@ -592,7 +754,23 @@ async fn thinking_levels_map_to_each_api() {
                 assert_eq!(with["reasoning_effort"], "high", "{api}");
                 assert!(without.get("reasoning_effort").is_none(), "{api}");
             }
-            "openai-responses" => {
+            "bedrock-converse-stream" => {
+                // A Claude model: Anthropic's thinking in the additional fields, the budget
+                // fitted inside the output limit as for Anthropic's API.
+                assert_eq!(
+                    with["additionalModelRequestFields"],
+                    json!({"thinking": {"type": "enabled", "budget_tokens": 8192 - 1024,
+                        "display": "summarized"},
+                        "anthropic_beta": ["interleaved-thinking-2025-05-14"]}),
+                    "{api}"
+                );
+                assert_eq!(with["inferenceConfig"]["maxTokens"], 8192, "{api}");
+                assert!(
+                    without.get("additionalModelRequestFields").is_none(),
+                    "{api}"
+                );
+            }
+            "openai-responses" | "azure-openai-responses" => {
                 assert_eq!(
                     with["reasoning"],
                     json!({"effort": "high", "summary": "auto"}),
@@ -624,13 +802,13 @@ async fn thinking_levels_map_to_each_api() {
 /// reasoning item (encrypted content included), and goes out again unchanged next turn.
 #[tokio::test]
 async fn encrypted_reasoning_is_carried_across_turns() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     server.push(Reply::new().thinking("Secret plan.").with_text("First."));
     server.push(Reply::text("Second."));
     let m = model("openai-responses", &server.url());
     let opts = StreamOptions {
         reasoning: Some(tau_protocol::ThinkingLevel::Medium),
-        ..options()
+        ..options("openai-responses", &server)
     };
     let mut ctx = context();
     let first = stream(&http_client(), &m, &ctx, opts.clone())
@@ -665,7 +843,7 @@ async fn encrypted_reasoning_is_carried_across_turns() {
 /// reported separately.
 #[tokio::test]
 async fn anthropic_redacted_thinking_and_cache_usage() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     server.push(
         Reply::new()
             .redacted_thinking("b3BhcXVl")
@@ -673,9 +851,14 @@ async fn anthropic_redacted_thinking_and_cache_usage() {
             .usage(10, 5, 300, 40),
     );
     let m = model("anthropic-messages", &server.url());
-    let result = stream(&http_client(), &m, &context(), options())
-        .result()
-        .await;
+    let result = stream(
+        &http_client(),
+        &m,
+        &context(),
+        options("anthropic-messages", &server),
+    )
+    .result()
+    .await;
     let AssistantContent::Thinking(t) = &result.content[0] else {
         panic!("{:?}", result.content);
     };
@@ -700,7 +883,7 @@ async fn anthropic_redacted_thinking_and_cache_usage() {
 
 #[tokio::test]
 async fn tightening_the_idle_cap_ends_a_silent_wait_already_under_way() {
-    let server = MockServer::start().await.unwrap();
+    let server = start().await;
     for api in APIS {
         server.clear();
         server.push(Reply::text("never finished").with_fault(Fault::StallAfter { events: 2 }));
@@ -708,7 +891,7 @@ async fn tightening_the_idle_cap_ends_a_silent_wait_already_under_way() {
         let opts = StreamOptions {
             idle_timeout: Duration::from_secs(300),
             idle_cap: cap.clone(),
-            ..options()
+            ..options(api, &server)
         };
         let tighten = async {
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -728,4 +911,457 @@ async fn tightening_the_idle_cap_ends_a_silent_wait_already_under_way() {
         cap.tighten(Duration::ZERO);
         assert_eq!(cap.get(), Some(Duration::from_millis(300)));
     }
+}
+
+/// Streams one reply from `server` with `model` and `options`, returning the final message.
+async fn one_reply(server: &MockServer, m: &Model, options: StreamOptions) -> AssistantMessage {
+    server.push(Reply::text("ok"));
+    stream(&http_client(), m, &context(), options)
+        .result()
+        .await
+}
+
+fn env_of(vars: HashMap<String, String>) -> ProviderEnv {
+    ProviderEnv::new(move |name| vars.get(name).cloned())
+}
+
+/// A service account's token is exchanged once and reused while it has more than five
+/// minutes left; a shorter-lived one is exchanged again. The stream goes to the
+/// project-scoped Vertex path with the token as a bearer.
+#[tokio::test]
+async fn vertex_tokens_are_cached_until_shortly_before_they_expire() {
+    for (lifetime, grants) in [(3600, 1), (120, 2)] {
+        let server = start().await;
+        server.set_google_oauth(GoogleOAuth {
+            service_account: Some((SERVICE_ACCOUNT.into(), "key-1".into())),
+            expires_in: lifetime,
+            ..GoogleOAuth::default()
+        });
+        let m = model("google-vertex", &server.url());
+        for _ in 0..2 {
+            let reply = one_reply(&server, &m, options("google-vertex", &server)).await;
+            assert_eq!(
+                reply.stop_reason,
+                StopReason::Stop,
+                "{:?}",
+                reply.error_message
+            );
+        }
+        assert_eq!(
+            server.token_grants(),
+            vec!["urn:ietf:params:oauth:grant-type:jwt-bearer"; grants],
+            "lifetime {lifetime}"
+        );
+        let request = &server.requests()[1];
+        assert_eq!(
+            request.path,
+            "/v1/projects/mock-project/locations/us-central1/publishers/google/models/mock-model:streamGenerateContent"
+        );
+        assert_eq!(request.query.as_deref(), Some("alt=sse"));
+        assert!(
+            request
+                .header("authorization")
+                .unwrap()
+                .starts_with("Bearer ya29.mock-")
+        );
+    }
+}
+
+/// A token the server no longer takes (revoked before its time) fails that request with
+/// Google's 401 and is dropped, so the next request exchanges the credentials again.
+#[tokio::test]
+async fn a_refused_vertex_token_is_exchanged_again() {
+    let server = start().await;
+    let m = model("google-vertex", &server.url());
+    let first = one_reply(&server, &m, options("google-vertex", &server)).await;
+    assert_eq!(
+        first.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        first.error_message
+    );
+    server.revoke_google_tokens();
+    let refused = one_reply(&server, &m, options("google-vertex", &server)).await;
+    assert!(
+        refused
+            .error_message
+            .as_deref()
+            .is_some_and(|e| e.starts_with("401 Request had invalid authentication credentials")),
+        "{:?}",
+        refused.error_message
+    );
+    server.clear();
+    let again = one_reply(&server, &m, options("google-vertex", &server)).await;
+    assert_eq!(
+        again.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        again.error_message
+    );
+    assert_eq!(server.token_grants().len(), 2);
+}
+
+/// `gcloud auth application-default login`'s file (found under HOME) refreshes with the
+/// refresh-token grant and bills its quota project; an API key goes to the express path.
+#[tokio::test]
+async fn vertex_authorized_users_and_api_keys() {
+    let server = start().await;
+    server.set_google_oauth(GoogleOAuth {
+        authorized_user: Some(("client-1".into(), "secret-1".into(), "refresh-1".into())),
+        api_key: Some("AIza-vertex-key".into()),
+        expires_in: 3600,
+        ..GoogleOAuth::default()
+    });
+    let home = tempfile::tempdir().unwrap();
+    let gcloud = home.path().join(".config/gcloud");
+    std::fs::create_dir_all(&gcloud).unwrap();
+    let write_login = |refresh: &str| {
+        let login = json!({"type": "authorized_user", "client_id": "client-1",
+            "client_secret": "secret-1", "refresh_token": refresh,
+            "quota_project_id": "billing-project", "token_uri": format!("{}/token", server.url())});
+        std::fs::write(
+            gcloud.join("application_default_credentials.json"),
+            login.to_string(),
+        )
+        .unwrap();
+    };
+    write_login("refresh-1");
+    let mut vars = cloud_env(&server);
+    vars.remove("GOOGLE_APPLICATION_CREDENTIALS");
+    vars.insert("HOME".into(), home.path().display().to_string());
+    let m = model("google-vertex", &server.url());
+    let adc = StreamOptions {
+        env: env_of(vars.clone()),
+        ..options("google-vertex", &server)
+    };
+    let reply = one_reply(&server, &m, adc.clone()).await;
+    assert_eq!(
+        reply.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        reply.error_message
+    );
+    assert_eq!(server.token_grants(), ["refresh_token"]);
+    let request = &server.requests()[0];
+    assert_eq!(
+        request.header("x-goog-user-project"),
+        Some("billing-project")
+    );
+
+    // Express mode: the key as `x-goog-api-key`, no project in the path, no token.
+    server.clear();
+    let keyed = StreamOptions {
+        api_key: Some("AIza-vertex-key".into()),
+        ..adc.clone()
+    };
+    let reply = one_reply(&server, &m, keyed).await;
+    assert_eq!(
+        reply.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        reply.error_message
+    );
+    let request = &server.requests()[0];
+    assert_eq!(
+        request.path,
+        "/v1/publishers/google/models/mock-model:streamGenerateContent"
+    );
+    assert_eq!(request.header("x-goog-api-key"), Some("AIza-vertex-key"));
+    assert_eq!(request.header("authorization"), None);
+
+    // A refused refresh is reported with Google's words, before any model request.
+    write_login("revoked");
+    server.clear();
+    let reply = one_reply(&server, &m, adc.clone()).await;
+    assert_eq!(reply.stop_reason, StopReason::Error);
+    assert_eq!(
+        reply.error_message.as_deref(),
+        Some(
+            format!(
+                "Vertex AI: getting an access token from {}/token failed: 400 invalid_grant: Bad Request",
+                server.url()
+            )
+            .as_str()
+        )
+    );
+    assert!(server.requests().is_empty());
+
+    // No credentials at all.
+    let mut bare = vars.clone();
+    bare.insert("HOME".into(), "/nonexistent-home".into());
+    let none = StreamOptions {
+        env: env_of(bare),
+        ..adc
+    };
+    let reply = one_reply(&server, &m, none).await;
+    assert!(
+        reply
+            .error_message
+            .unwrap()
+            .starts_with("Vertex AI: no Application Default Credentials found")
+    );
+}
+
+/// The signature the mock checks: scoped to the region and service, covering the security
+/// token, over the path with the model id's `:` escaped (and escaped again when signed).
+/// A wrong secret is refused with AWS's words and is not retried.
+#[tokio::test]
+async fn bedrock_requests_are_signed_for_their_region() {
+    let server = start().await;
+    let m = model("bedrock-converse-stream", &server.url());
+    let reply = one_reply(&server, &m, options("bedrock-converse-stream", &server)).await;
+    assert_eq!(
+        reply.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        reply.error_message
+    );
+    assert_eq!(reply.api, "bedrock-converse-stream");
+    let request = &server.requests()[0];
+    assert_eq!(
+        request.path,
+        "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream"
+    );
+    let authorization = request.header("authorization").unwrap();
+    assert!(
+        authorization.contains("/eu-west-3/bedrock/aws4_request, SignedHeaders=")
+            && authorization.contains("x-amz-security-token"),
+        "{authorization}"
+    );
+    assert_eq!(
+        request.header("x-amz-security-token"),
+        Some("mock-session-token")
+    );
+
+    server.clear();
+    let mut vars = cloud_env(&server);
+    vars.insert("AWS_SECRET_ACCESS_KEY".into(), "not-the-secret".into());
+    let wrong = StreamOptions {
+        env: env_of(vars),
+        max_retries: 2,
+        ..options("bedrock-converse-stream", &server)
+    };
+    let reply = one_reply(&server, &m, wrong).await;
+    assert_eq!(
+        reply.error_message.as_deref(),
+        Some(
+            "InvalidSignatureException: The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details."
+        )
+    );
+    assert_eq!(server.requests().len(), 1, "a 403 is not retried");
+}
+
+/// Bedrock API keys go as a bearer token; a profile's keys and region come from the shared
+/// files under HOME.
+#[tokio::test]
+async fn bedrock_bearer_keys_and_profiles() {
+    let server = start().await;
+    server.require_aws_bearer("bedrock-api-key");
+    let m = model("bedrock-converse-stream", &server.url());
+    let with = |vars: HashMap<String, String>| StreamOptions {
+        env: env_of(vars),
+        ..options("bedrock-converse-stream", &server)
+    };
+    let mut vars = cloud_env(&server);
+    vars.insert("AWS_BEARER_TOKEN_BEDROCK".into(), "bedrock-api-key".into());
+    let reply = one_reply(&server, &m, with(vars.clone())).await;
+    assert_eq!(
+        reply.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        reply.error_message
+    );
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some("Bearer bedrock-api-key")
+    );
+    vars.insert("AWS_BEARER_TOKEN_BEDROCK".into(), "revoked".into());
+    let reply = one_reply(&server, &m, with(vars)).await;
+    assert_eq!(
+        reply.error_message.as_deref(),
+        Some("UnrecognizedClientException: The security token included in the request is invalid.")
+    );
+
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join(".aws")).unwrap();
+    std::fs::write(
+        home.path().join(".aws/credentials"),
+        format!("[work]\naws_access_key_id = {AWS_KEY_ID}\naws_secret_access_key = {AWS_SECRET}\naws_session_token = mock-session-token\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join(".aws/config"),
+        "[profile work]\nregion = ap-southeast-2\n",
+    )
+    .unwrap();
+    let mut vars: HashMap<String, String> = HashMap::new();
+    vars.insert("HOME".into(), home.path().display().to_string());
+    vars.insert("AWS_PROFILE".into(), "work".into());
+    server.clear();
+    let reply = one_reply(&server, &m, with(vars)).await;
+    assert_eq!(
+        reply.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        reply.error_message
+    );
+    let authorization = server.requests()[0]
+        .header("authorization")
+        .unwrap()
+        .to_string();
+    assert!(
+        authorization.contains("/ap-southeast-2/bedrock/aws4_request"),
+        "{authorization}"
+    );
+}
+
+/// A hook that rewrites the body runs before signing: the signature covers what is sent.
+#[tokio::test]
+async fn bedrock_signs_the_body_hooks_return() {
+    struct AddTemperature;
+    impl tau_ai::provider::RequestHooks for AddTemperature {
+        fn before_request(
+            &self,
+            mut payload: serde_json::Value,
+        ) -> futures_util::future::BoxFuture<'_, serde_json::Value> {
+            payload["inferenceConfig"]["temperature"] = json!(0.25);
+            Box::pin(async move { payload })
+        }
+        fn after_response(
+            &self,
+            _status: u16,
+            _headers: Vec<(String, String)>,
+        ) -> futures_util::future::BoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+    }
+    let server = start().await;
+    let m = model("bedrock-converse-stream", &server.url());
+    let hooked = StreamOptions {
+        hooks: Some(std::sync::Arc::new(AddTemperature)),
+        ..options("bedrock-converse-stream", &server)
+    };
+    let reply = one_reply(&server, &m, hooked).await;
+    assert_eq!(
+        reply.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        reply.error_message
+    );
+    assert_eq!(
+        server.requests()[0].body["inferenceConfig"]["temperature"],
+        0.25
+    );
+}
+
+/// Keys that come from elsewhere sign as well as static ones: the container endpoint (with its
+/// authorization token file), STS's `AssumeRoleWithWebIdentity` (the token file, the role,
+/// `AWS_ENDPOINT_URL_STS`), and a profile's `credential_process`. Temporary keys are fetched
+/// once and reused while they have more than five minutes left.
+#[tokio::test]
+async fn bedrock_keys_from_containers_web_identities_and_processes() {
+    let temporary = AwsCredentials {
+        access_key_id: "ASIATEMPORARY0001".into(),
+        secret_access_key: "temporary/secret".into(),
+        session_token: Some("temporary-session".into()),
+    };
+    let server = MockServer::start().await.unwrap();
+    server.require_aws_signature(temporary.clone());
+    let m = model("bedrock-converse-stream", &server.url());
+    let dir = tempfile::tempdir().unwrap();
+    let base = |extra: &[(&str, String)]| {
+        let mut vars: HashMap<String, String> = HashMap::new();
+        vars.insert("HOME".into(), dir.path().display().to_string());
+        vars.insert("AWS_REGION".into(), "us-west-2".into());
+        for (k, v) in extra {
+            vars.insert((*k).to_string(), v.clone());
+        }
+        StreamOptions {
+            env: env_of(vars),
+            ..options("bedrock-converse-stream", &server)
+        }
+    };
+
+    let token_file = dir.path().join("eks-pod-identity-token");
+    std::fs::write(&token_file, "pod-identity-token\n").unwrap();
+    server.serve_aws_container_credentials(temporary.clone(), Some("pod-identity-token".into()));
+    let container = base(&[
+        (
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            format!("{}/v2/credentials/task-1", server.url()),
+        ),
+        (
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+            token_file.display().to_string(),
+        ),
+    ]);
+    for _ in 0..2 {
+        let reply = one_reply(&server, &m, container.clone()).await;
+        assert_eq!(
+            reply.stop_reason,
+            StopReason::Stop,
+            "{:?}",
+            reply.error_message
+        );
+    }
+    assert_eq!(server.aws_credential_fetches(), ["container"]);
+
+    let identity_file = dir.path().join("irsa-token");
+    std::fs::write(&identity_file, "oidc-token").unwrap();
+    server.serve_aws_web_identity(tau_mock_llm::AwsWebIdentity {
+        role_arn: "arn:aws:iam::000000000000:role/bedrock-user".into(),
+        token: "oidc-token".into(),
+        credentials: temporary.clone(),
+    });
+    let irsa = |role: &str| {
+        base(&[
+            (
+                "AWS_WEB_IDENTITY_TOKEN_FILE",
+                identity_file.display().to_string(),
+            ),
+            ("AWS_ROLE_ARN", role.to_string()),
+            ("AWS_ENDPOINT_URL_STS", server.url()),
+        ])
+    };
+    let reply = one_reply(
+        &server,
+        &m,
+        irsa("arn:aws:iam::000000000000:role/bedrock-user"),
+    )
+    .await;
+    assert_eq!(
+        reply.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        reply.error_message
+    );
+    assert_eq!(
+        server.aws_credential_fetches(),
+        ["container", "AssumeRoleWithWebIdentity"]
+    );
+    let denied = one_reply(&server, &m, irsa("arn:aws:iam::000000000000:role/other")).await;
+    assert_eq!(
+        denied.error_message.as_deref(),
+        Some(
+            format!(
+                "Could not get AWS credentials from {}: 403 AccessDenied: Not authorized to perform sts:AssumeRoleWithWebIdentity",
+                server.url()
+            )
+            .as_str()
+        )
+    );
+
+    std::fs::create_dir(dir.path().join(".aws")).unwrap();
+    std::fs::write(
+        dir.path().join(".aws/config"),
+        "[profile tool]\ncredential_process = printf '{\"Version\":1,\"AccessKeyId\":\"ASIATEMPORARY0001\",\"SecretAccessKey\":\"temporary/secret\",\"SessionToken\":\"temporary-session\"}'\n",
+    )
+    .unwrap();
+    let reply = one_reply(&server, &m, base(&[("AWS_PROFILE", "tool".into())])).await;
+    assert_eq!(
+        reply.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        reply.error_message
+    );
 }

@@ -57,6 +57,18 @@ impl Kind {
         }
     }
 
+    /// Bedrock's exception name for the class (its `x-amzn-errortype`).
+    fn bedrock(self, status: u16) -> &'static str {
+        match (self, status) {
+            (Kind::Authentication | Kind::Permission, _) => "AccessDeniedException",
+            (Kind::NotFound, _) => "ResourceNotFoundException",
+            (Kind::RateLimit, _) => "ThrottlingException",
+            (_, 503 | 529) | (Kind::Overloaded, _) => "ServiceUnavailableException",
+            (Kind::Server, _) => "InternalServerException",
+            (Kind::InvalidRequest, _) => "ValidationException",
+        }
+    }
+
     fn openai(self) -> &'static str {
         match self {
             Kind::InvalidRequest | Kind::Authentication | Kind::Permission | Kind::NotFound => {
@@ -105,6 +117,8 @@ impl ApiError {
     /// The error a fault stands for on `api`, or `None` for the faults that stream
     /// (`DropAfter`, `StallAfter`) and a raw `Http` body.
     pub(crate) fn for_fault(api: Api, fault: &Fault) -> Option<ApiError> {
+        // Azure words its errors as OpenAI does and Vertex as Gemini does.
+        let api = api.stream_format();
         let google = api == Api::GoogleGenerativeAi;
         Some(match fault {
             Fault::Http {
@@ -122,10 +136,13 @@ impl ApiError {
             }
             Fault::Overloaded => match api {
                 Api::AnthropicMessages => ApiError::new(529, "Overloaded"),
-                Api::GoogleGenerativeAi => {
+                Api::GoogleGenerativeAi | Api::GoogleVertex => {
                     ApiError::new(503, "The model is overloaded. Please try again later.")
                 }
-                Api::OpenAiCompletions | Api::OpenAiResponses => {
+                Api::BedrockConverseStream => {
+                    ApiError::new(503, "Bedrock is unable to process your request.")
+                }
+                Api::OpenAiCompletions | Api::OpenAiResponses | Api::AzureOpenAiResponses => {
                     let mut e =
                         ApiError::new(503, "The server is overloaded. Please try again later.");
                     e.kind = Kind::Overloaded;
@@ -139,11 +156,14 @@ impl ApiError {
                     Api::AnthropicMessages => {
                         format!("This request would exceed your rate limit.{wait}")
                     }
-                    Api::OpenAiCompletions | Api::OpenAiResponses => {
+                    Api::OpenAiCompletions | Api::OpenAiResponses | Api::AzureOpenAiResponses => {
                         format!("Rate limit reached for requests.{wait}")
                     }
-                    Api::GoogleGenerativeAi => {
+                    Api::GoogleGenerativeAi | Api::GoogleVertex => {
                         format!("Resource has been exhausted (e.g. check quota).{wait}")
+                    }
+                    Api::BedrockConverseStream => {
+                        "Too many requests, please wait before trying again.".to_owned()
                     }
                 };
                 let mut e = ApiError::new(429, message).code("rate_limit_exceeded");
@@ -152,9 +172,13 @@ impl ApiError {
             }
             Fault::ServerError => match api {
                 Api::AnthropicMessages => ApiError::new(500, "Internal server error"),
-                Api::GoogleGenerativeAi => {
+                Api::GoogleGenerativeAi | Api::GoogleVertex => {
                     ApiError::new(500, "An internal error has occurred. Please retry.")
                 }
+                Api::BedrockConverseStream => ApiError::new(
+                    500,
+                    "The server encountered an internal error while processing the request.",
+                ),
                 _ => ApiError::new(
                     500,
                     "The server had an error while processing your request.",
@@ -163,6 +187,8 @@ impl ApiError {
             Fault::ServiceUnavailable => {
                 let message = if google {
                     "The service is currently unavailable."
+                } else if api == Api::BedrockConverseStream {
+                    "Bedrock is unable to process your request."
                 } else {
                     "Service Unavailable"
                 };
@@ -179,32 +205,37 @@ impl ApiError {
                      messages.",
                 )
                 .code("context_length_exceeded"),
-                Api::OpenAiResponses => ApiError::new(
+                Api::OpenAiResponses | Api::AzureOpenAiResponses => ApiError::new(
                     400,
                     "Your input exceeds the context window of this model. Please adjust your \
                      input and try again.",
                 )
                 .code("context_length_exceeded"),
-                Api::GoogleGenerativeAi => ApiError::new(
+                Api::GoogleGenerativeAi | Api::GoogleVertex => ApiError::new(
                     400,
                     "The input token count (1200000) exceeds the maximum number of tokens \
                      allowed (1048576).",
                 ),
+                Api::BedrockConverseStream => {
+                    ApiError::new(400, "Input is too long for requested model.")
+                }
             },
             Fault::Http { body: Some(_), .. }
             | Fault::DropAfter { .. }
-            | Fault::StallAfter { .. } => return None,
+            | Fault::StallAfter { .. }
+            | Fault::ErrorEventAfter { .. } => return None,
         })
     }
 
     /// The JSON body `api` sends for this error.
     pub(crate) fn body(&self, api: Api) -> Value {
-        match api {
+        match api.stream_format() {
             Api::AnthropicMessages => json!({
                 "type": "error",
                 "error": {"type": self.kind.anthropic(), "message": self.message},
             }),
-            Api::OpenAiCompletions | Api::OpenAiResponses => {
+            Api::BedrockConverseStream => json!({"message": self.message}),
+            Api::OpenAiCompletions | Api::OpenAiResponses | Api::AzureOpenAiResponses => {
                 let param = match self.code {
                     Some("context_length_exceeded") if api == Api::OpenAiCompletions => {
                         json!("messages")
@@ -221,7 +252,7 @@ impl ApiError {
                     },
                 })
             }
-            Api::GoogleGenerativeAi => {
+            Api::GoogleGenerativeAi | Api::GoogleVertex => {
                 let mut error = json!({
                     "code": self.status,
                     "message": self.message,
@@ -241,7 +272,28 @@ impl ApiError {
 
     pub(crate) fn into_response(self, api: Api) -> Response {
         let body = self.body(api).to_string();
-        raw_response(self.status, body, "application/json", self.retry_after)
+        let mut response = raw_response(self.status, body, "application/json", self.retry_after);
+        if api == Api::BedrockConverseStream {
+            // The AWS SDKs read the exception's name from this header.
+            let kind = format!(
+                "{}:http://internal.amazon.com/coral/com.amazon.bedrock/",
+                self.kind.bedrock(self.status)
+            );
+            if let Ok(value) = HeaderValue::from_str(&kind) {
+                response.headers_mut().insert("x-amzn-errortype", value);
+            }
+        }
+        response
+    }
+
+    /// A refusal with an explicit Bedrock exception name (signature and key errors).
+    pub(crate) fn bedrock_response(status: u16, kind: &str, message: &str) -> Response {
+        let body = json!({"message": message}).to_string();
+        let mut response = raw_response(status, body, "application/json", None);
+        if let Ok(value) = HeaderValue::from_str(kind) {
+            response.headers_mut().insert("x-amzn-errortype", value);
+        }
+        response
     }
 }
 

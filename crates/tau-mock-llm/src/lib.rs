@@ -1,5 +1,7 @@
 //! tau-mock-llm: a scripted LLM server on 127.0.0.1 that streams the wire formats of the
 //! Anthropic Messages, OpenAI Chat Completions, OpenAI Responses and Google Generative AI APIs,
+//! and of the cloud APIs Azure OpenAI (Responses), Vertex AI (Gemini, with Google's OAuth
+//! token endpoint) and Amazon Bedrock (Converse stream, SigV4-checked, binary event stream),
 //! so provider clients, agent tests, demos and benchmarks run without a network or API key.
 //!
 //! A test starts a [`MockServer`], queues [`Reply`]s (one per request, in order), points a
@@ -22,6 +24,7 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod api;
+mod cloud_auth;
 mod errors;
 mod reply;
 mod rules;
@@ -29,6 +32,7 @@ mod server;
 mod stream;
 
 pub use api::Api;
+pub use cloud_auth::{AwsCredentials, AwsWebIdentity, GoogleOAuth, TEST_RSA_KEY_PEM};
 pub use reply::{
     Block, DEFAULT_CHUNK_SIZE, Fault, Reply, ScriptError, StopReason, Usage, load_script,
     parse_script,

@@ -11,12 +11,16 @@ use tau_mock_llm::{MockServer, load_script};
 
 /// A scripted LLM server for tau's tests, demos and benchmarks.
 ///
-/// Streams the wire formats of four LLM APIs on 127.0.0.1: Anthropic Messages
+/// Streams the wire formats of seven LLM APIs on 127.0.0.1: Anthropic Messages
 /// (POST /v1/messages), OpenAI Chat Completions (POST /v1/chat/completions), OpenAI Responses
-/// (POST /v1/responses) and Google Generative AI
-/// (POST /v1beta/models/MODEL:streamGenerateContent?alt=sse). Each request consumes the next
-/// scripted reply; when the script runs out the request fails with HTTP 500 "mock script
-/// exhausted", or, with --rules, gets a deterministic answer built from the request.
+/// (POST /v1/responses), Google Generative AI
+/// (POST /v1beta/models/MODEL:streamGenerateContent?alt=sse), Azure OpenAI
+/// (POST /openai/v1/responses), Vertex AI
+/// (POST /v1/projects/P/locations/L/publishers/google/models/MODEL:streamGenerateContent) and
+/// Amazon Bedrock (POST /model/MODEL/converse-stream, binary event stream). Each request
+/// consumes the next scripted reply; when the script runs out the request fails with HTTP 500
+/// "mock script exhausted", or, with --rules, gets a deterministic answer built from the
+/// request.
 ///
 /// On start it prints one line, {"url":"http://127.0.0.1:PORT"}, then serves until SIGINT or
 /// SIGTERM. Control endpoints script a running mock: POST /_mock/replies (a reply or an array

@@ -160,6 +160,10 @@ pub enum Fault {
     DropAfter { events: usize },
     /// Sends this many SSE events, then sends nothing more and keeps the connection open.
     StallAfter { events: usize },
+    /// Sends this many events, then the API's own in-stream error (Anthropic's
+    /// `overloaded_error` event, OpenAI's `server_error`, Gemini's 503 chunk, Bedrock's
+    /// `throttlingException` message), and ends the body.
+    ErrorEventAfter { events: usize },
 }
 
 impl Reply {

@@ -40,19 +40,11 @@ pub(crate) fn reply(api: Api, body: &Value, seq: u64) -> Reply {
         )),
         Last::User(text) => match command(text) {
             Some(cmd) if conversation.tools.iter().any(|t| t == "bash") => {
-                let id = match api {
-                    Api::AnthropicMessages => format!("toolu_mock_{seq}"),
-                    _ => format!("call_mock_{seq}"),
-                };
-                Reply::new().tool_call(id, "bash", json!({"command": cmd}))
+                Reply::new().tool_call(call_id(api, seq), "bash", json!({"command": cmd}))
             }
             // Without a shell (the demo offers only read-only tools), listing still works.
             Some(cmd) if cmd == "ls" && conversation.tools.iter().any(|t| t == "ls") => {
-                let id = match api {
-                    Api::AnthropicMessages => format!("toolu_mock_{seq}"),
-                    _ => format!("call_mock_{seq}"),
-                };
-                Reply::new().tool_call(id, "ls", json!({}))
+                Reply::new().tool_call(call_id(api, seq), "ls", json!({}))
             }
             _ => Reply::text(greeting(text)),
         },
@@ -70,6 +62,15 @@ pub(crate) fn reply(api: Api, body: &Value, seq: u64) -> Reply {
     let tokens = |chars: usize| u64::try_from(chars.div_ceil(4).max(1)).unwrap_or(u64::MAX);
     reply = reply.usage(tokens(conversation.input_chars), tokens(output_chars), 0, 0);
     reply
+}
+
+/// A call id in the shape `api`'s own ids have.
+fn call_id(api: Api, seq: u64) -> String {
+    match api {
+        Api::AnthropicMessages => format!("toolu_mock_{seq}"),
+        Api::BedrockConverseStream => format!("tooluse_mock_{seq}"),
+        _ => format!("call_mock_{seq}"),
+    }
 }
 
 fn greeting(text: &str) -> String {
@@ -158,7 +159,31 @@ fn name_at(tool: &Value, pointer: &str) -> Vec<String> {
 
 /// Reads the last turn and the offered tools out of a request body.
 pub(crate) fn read(api: Api, body: &Value) -> Conversation {
-    match api {
+    match api.stream_format() {
+        Api::BedrockConverseStream => {
+            let messages = body.get("messages");
+            let last = match messages.and_then(Value::as_array).and_then(|m| m.last()) {
+                Some(m) if m["role"] == "user" => {
+                    let blocks = m["content"]
+                        .as_array()
+                        .map(Vec::as_slice)
+                        .unwrap_or_default();
+                    match blocks.iter().rev().find_map(|b| b.get("toolResult")) {
+                        Some(result) => Last::ToolResult(text_of(&result["content"])),
+                        None => Last::User(text_of(&m["content"])),
+                    }
+                }
+                _ => Last::Other,
+            };
+            Conversation {
+                last,
+                tools: names(body.pointer("/toolConfig/tools"), |t| {
+                    name_at(t, "/toolSpec/name")
+                }),
+                input_chars: messages.map_or(0, count_chars)
+                    + body.get("system").map_or(0, count_chars),
+            }
+        }
         Api::AnthropicMessages => {
             let messages = body.get("messages");
             let last = messages.and_then(Value::as_array).and_then(|m| m.last());
@@ -268,6 +293,8 @@ pub(crate) fn read(api: Api, body: &Value) -> Conversation {
                     + body.get("systemInstruction").map_or(0, count_chars),
             }
         }
+        // `stream_format` maps these two onto the formats above.
+        Api::AzureOpenAiResponses | Api::GoogleVertex => Conversation::default(),
     }
 }
 

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, Api};
+use crate::cloud_auth::{AwsCredentials, AwsWebIdentity, CloudAuth, GoogleOAuth};
 use crate::errors::{ApiError, fault_response};
 use crate::reply::{Reply, script_from_value};
 use crate::rules;
@@ -53,6 +54,7 @@ struct Inner {
     log: Vec<RecordedRequest>,
     rules: bool,
     seq: u64,
+    auth: CloudAuth,
 }
 
 struct Shared {
@@ -117,6 +119,54 @@ impl MockControl {
     /// How many scripted replies are still queued.
     pub fn remaining(&self) -> usize {
         self.shared.lock().queue.len()
+    }
+
+    /// Bedrock requests must then be signed with these credentials (AWS Signature Version 4
+    /// for service `bedrock`, checked as AWS checks it), unless they carry the bearer key of
+    /// [`MockControl::require_aws_bearer`].
+    pub fn require_aws_signature(&self, credentials: AwsCredentials) {
+        self.shared.lock().auth.aws = Some(credentials);
+    }
+
+    /// Bedrock requests sent with `Authorization: Bearer` must carry this key.
+    pub fn require_aws_bearer(&self, token: impl Into<String>) {
+        self.shared.lock().auth.aws_bearer = Some(token.into());
+    }
+
+    /// Google's OAuth endpoint `POST /token` then grants access tokens to these credentials,
+    /// and Vertex requests must carry one still valid (or the API key).
+    pub fn set_google_oauth(&self, config: GoogleOAuth) {
+        self.shared.lock().auth.google = Some(config);
+    }
+
+    /// The `grant_type` of every request to `POST /token`, in order.
+    pub fn token_grants(&self) -> Vec<String> {
+        self.shared.lock().auth.grants.clone()
+    }
+
+    /// Revokes every access token issued so far, as a user revoking a login would.
+    pub fn revoke_google_tokens(&self) {
+        self.shared.lock().auth.issued.clear();
+    }
+
+    /// `GET /v2/credentials/{id}` then serves these keys, as the ECS/EKS container endpoint
+    /// does, to requests with this `Authorization` (any, when `None`).
+    pub fn serve_aws_container_credentials(
+        &self,
+        credentials: AwsCredentials,
+        authorization: Option<String>,
+    ) {
+        self.shared.lock().auth.aws_container = Some((credentials, authorization));
+    }
+
+    /// `POST /` then answers STS's `AssumeRoleWithWebIdentity` for this role and token.
+    pub fn serve_aws_web_identity(&self, identity: AwsWebIdentity) {
+        self.shared.lock().auth.aws_web_identity = Some(identity);
+    }
+
+    /// Every request for AWS keys the mock answered (`container`, or the STS action).
+    pub fn aws_credential_fetches(&self) -> Vec<String> {
+        self.shared.lock().auth.aws_fetches.clone()
     }
 
     /// Empties the script queue and the request log (the rules setting stays).
@@ -264,6 +314,43 @@ impl MockServer {
         self.control.remaining()
     }
 
+    pub fn require_aws_signature(&self, credentials: AwsCredentials) {
+        self.control.require_aws_signature(credentials);
+    }
+
+    pub fn require_aws_bearer(&self, token: impl Into<String>) {
+        self.control.require_aws_bearer(token);
+    }
+
+    pub fn set_google_oauth(&self, config: GoogleOAuth) {
+        self.control.set_google_oauth(config);
+    }
+
+    pub fn token_grants(&self) -> Vec<String> {
+        self.control.token_grants()
+    }
+
+    pub fn revoke_google_tokens(&self) {
+        self.control.revoke_google_tokens();
+    }
+
+    pub fn serve_aws_container_credentials(
+        &self,
+        credentials: AwsCredentials,
+        authorization: Option<String>,
+    ) {
+        self.control
+            .serve_aws_container_credentials(credentials, authorization);
+    }
+
+    pub fn serve_aws_web_identity(&self, identity: AwsWebIdentity) {
+        self.control.serve_aws_web_identity(identity);
+    }
+
+    pub fn aws_credential_fetches(&self) -> Vec<String> {
+        self.control.aws_credential_fetches()
+    }
+
     pub fn clear(&self) {
         self.control.clear();
     }
@@ -326,6 +413,9 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/_mock/requests", get(list_requests))
         .route("/_mock/reset", post(reset))
         .route("/_mock/rules", post(set_rules))
+        .route("/token", post(token))
+        .route("/v2/credentials/{id}", get(container_credentials))
+        .route("/", post(sts))
         .fallback(llm_endpoint)
         // Long conversations make large requests; nothing here is exposed beyond loopback.
         .layer(DefaultBodyLimit::disable())
@@ -395,10 +485,40 @@ async fn set_rules(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     }
 }
 
+/// Google's OAuth token endpoint, for Vertex's credentials.
+async fn token(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    let form: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
+    // The audience a service account's JWT must name is this endpoint's own URL.
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    let token_uri = format!("http://{host}{}", uri.path());
+    shared.lock().auth.token(&token_uri, &form)
+}
+
+/// AWS's container credentials endpoint.
+async fn container_credentials(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    shared.lock().auth.container(&headers)
+}
+
+/// AWS STS's query API.
+async fn sts(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let form: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
+    shared.lock().auth.sts(&form)
+}
+
 /// What to do with one LLM request, decided under the lock.
 enum Answer {
     Reply(Box<Reply>),
     Refuse(ApiError),
+    /// A refusal already shaped (a credential check's).
+    Deny(Response),
 }
 
 async fn llm_endpoint(
@@ -450,16 +570,18 @@ async fn llm_endpoint(
         } else if route.unary {
             Some(ApiError::new(
                 400,
-                "tau-mock-llm only serves streaming requests: use :streamGenerateContent?alt=sse",
+                if api == Api::BedrockConverseStream {
+                    "tau-mock-llm only serves streaming requests: use /converse-stream"
+                } else {
+                    "tau-mock-llm only serves streaming requests: use :streamGenerateContent?alt=sse"
+                },
             ))
         } else if let Err(err) = &parsed {
             Some(ApiError::new(
                 400,
                 format!("the request body is not valid JSON: {err}"),
             ))
-        } else if api != Api::GoogleGenerativeAi
-            && body_value.get("stream") != Some(&Value::Bool(true))
-        {
+        } else if api.streams_by_body() && body_value.get("stream") != Some(&Value::Bool(true)) {
             Some(ApiError::new(
                 400,
                 "tau-mock-llm only serves streaming requests: set \"stream\": true",
@@ -467,9 +589,18 @@ async fn llm_endpoint(
         } else {
             None
         };
-        let answer = match refusal {
-            Some(err) => Answer::Refuse(err),
-            None => match state.queue.pop_front() {
+        let denial = state.auth.check(
+            api,
+            method.as_str(),
+            uri.path(),
+            uri.query(),
+            &headers,
+            &body,
+        );
+        let answer = match (refusal, denial) {
+            (_, Some(response)) => Answer::Deny(response),
+            (Some(err), None) => Answer::Refuse(err),
+            (None, None) => match state.queue.pop_front() {
                 Some(reply) => Answer::Reply(Box::new(reply)),
                 None if state.rules => Answer::Reply(Box::new(rules::reply(api, &body_value, seq))),
                 None => Answer::Refuse(ApiError::new(500, "mock script exhausted")),
@@ -483,6 +614,14 @@ async fn llm_endpoint(
         Answer::Refuse(err) => {
             tracing::info!("{method} {} -> {} {}", uri.path(), err.status, err.message);
             return err.into_response(api);
+        }
+        Answer::Deny(response) => {
+            tracing::info!(
+                "{method} {} -> {} (credentials)",
+                uri.path(),
+                response.status()
+            );
+            return response;
         }
     };
     tracing::info!(
@@ -525,7 +664,8 @@ async fn llm_endpoint(
     );
 
     let content_type = match api {
-        Api::GoogleGenerativeAi => "text/event-stream",
+        Api::GoogleGenerativeAi | Api::GoogleVertex => "text/event-stream",
+        Api::BedrockConverseStream => "application/vnd.amazon.eventstream",
         _ => "text/event-stream; charset=utf-8",
     };
     let mut response = Response::new(body);
@@ -536,7 +676,9 @@ async fn llm_endpoint(
     let request_id_header = match api {
         Api::AnthropicMessages => Some("request-id"),
         Api::OpenAiCompletions | Api::OpenAiResponses => Some("x-request-id"),
-        Api::GoogleGenerativeAi => None,
+        Api::AzureOpenAiResponses => Some("apim-request-id"),
+        Api::BedrockConverseStream => Some("x-amzn-requestid"),
+        Api::GoogleGenerativeAi | Api::GoogleVertex => None,
     };
     if let (Some(name), Ok(value)) = (request_id_header, HeaderValue::from_str(&request_id)) {
         h.insert(name, value);

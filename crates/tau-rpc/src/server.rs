@@ -823,13 +823,17 @@ impl RpcServer {
                         });
                 ok(id, name, &cycled)
             }
-            RpcCommand::GetAvailableModels(_) => ok(
-                id,
-                name,
-                &ModelsData {
-                    models: session.models().available_models(),
-                },
-            ),
+            RpcCommand::GetAvailableModels(_) => {
+                // pi lists after reading its files again: a key stored meanwhile counts.
+                tau_session::pick_up_credentials(session).await;
+                ok(
+                    id,
+                    name,
+                    &ModelsData {
+                        models: session.models().available_models(),
+                    },
+                )
+            }
             RpcCommand::SetThinkingLevel(c) => {
                 session.set_thinking_level(c.level).await;
                 done(id, name)

@@ -53,6 +53,7 @@ pub use preferences::Preference;
 pub use session::{
     Admitted, AgentSession, BashRun, InputSource, Launch, NavigateOptions, NavigateOutcome,
     PromptOutcome, QueueAs, Replacement, SessionConfig, SessionError, Submitted,
+    pick_up_credentials,
 };
 pub(crate) use settings::Settings;
 pub use startup::{SessionChoice, StartupStore, session_dir, startup_store};

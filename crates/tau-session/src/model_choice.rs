@@ -130,6 +130,10 @@ impl ModelChoice {
     /// Switches to `provider/id` (only models with credentials count) and re-applies the
     /// thinking level.
     pub fn set_model(&mut self, provider: &str, id: &str) -> Result<Changed, SessionError> {
+        if self.registry.find(provider, id).is_none() {
+            // A key stored since the files were read (`/login`, another terminal) counts.
+            self.registry.reload();
+        }
         let model = self.registry.find(provider, id).cloned().ok_or_else(|| {
             SessionError::ModelNotFound {
                 provider: provider.to_string(),
@@ -137,6 +141,29 @@ impl ModelChoice {
             }
         })?;
         Ok(self.switch_to(model, None))
+    }
+
+    /// Reads `auth.json` and `models.json` again (as pi does when models are listed) when the
+    /// session has no usable model: a key stored since start (`/login`, another terminal)
+    /// then counts, and a session that started with no model at all takes the default model
+    /// the keys now allow (the settings' default first), as it would have at start.
+    pub fn pick_up_credentials(
+        &mut self,
+        default_provider: Option<&str>,
+        default_model: Option<&str>,
+    ) -> Option<Changed> {
+        if self.check_credentials().is_ok() {
+            return None;
+        }
+        self.registry.reload();
+        if self.model.is_some() {
+            return None;
+        }
+        let model = self
+            .registry
+            .default_model(default_provider, default_model)
+            .cloned()?;
+        Some(self.switch_to(model, None))
     }
 
     /// The next model of the scope (when one is set) or of all available models, and whether

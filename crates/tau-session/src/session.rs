@@ -34,7 +34,7 @@ mod input;
 mod tree;
 pub use bash::BashRun;
 pub use files::Replacement;
-pub use input::{Admitted, InputSource, Submitted};
+pub use input::{Admitted, InputSource, Submitted, pick_up_credentials};
 pub use tree::{NavigateOptions, NavigateOutcome};
 
 /// How a session is set up at startup (from the command line and the environment). The

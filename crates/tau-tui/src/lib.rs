@@ -7,13 +7,17 @@
 pub mod app;
 pub mod editor;
 pub mod highlight;
+pub mod inline;
 pub mod keys;
 pub mod markdown;
+pub mod outside;
+pub mod overlays;
 pub mod sessions;
 pub mod text;
 pub mod theme;
 pub mod transcript;
 pub mod tree;
+pub mod tty;
 pub mod wrap;
 
 use std::fs::File;
@@ -22,10 +26,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use crossterm::event::{self, Event};
-use crossterm::{execute, queue};
-use ratatui::Terminal;
-use ratatui::backend::CrosstermBackend;
+use crossterm::event::Event;
+use crossterm::execute;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -60,6 +62,10 @@ pub struct Options {
     /// The `theme` setting: `"light"` or `"dark"` picks the colours for that background;
     /// otherwise the terminal is asked.
     pub theme: Option<String>,
+    /// tau's version, for the start screen.
+    pub version: String,
+    /// Why no model can answer and what to do, when none can (shown at once, issue 48).
+    pub no_model: Option<String>,
 }
 
 enum Input {
@@ -92,7 +98,7 @@ pub fn run(
     std::thread::Builder::new()
         .name("tau-tui-keys".into())
         .spawn(move || {
-            while let Ok(event) = event::read() {
+            while let Ok(event) = outside::read_event() {
                 if tx.send(Input::Terminal(event)).is_err() {
                     return;
                 }
@@ -107,6 +113,7 @@ pub fn run(
     let mut app = App::new(theme, options.cwd_label.clone(), history);
     app.session_dir = options.session_dir.clone();
     app.cwd = options.cwd.clone();
+    app.start_screen(&options.version, options.no_model.as_deref());
     for warning in options.warnings.iter().chain(&history_warning) {
         app.transcript.notice(
             format!("Warning: {warning}"),
@@ -124,8 +131,15 @@ pub fn run(
         app.submit(false);
     }
 
-    let mut guard = TerminalGuard::enter(screen)?;
-    let result = event_loop(&mut app, &rx, &mut commands, &mut guard.terminal);
+    let guard = TerminalGuard::enter(&screen)?;
+    let size = crossterm::terminal::size().unwrap_or((80, 24));
+    let mut live = inline::Screen::new(screen, size)?;
+    let result = event_loop(&mut app, &rx, &mut commands, &mut live, || {
+        hung_up(std::io::stdin())
+    });
+    // The conversation stays in the scrollback, the shell's prompt below it.
+    let _ = live.finish(&mut app);
+    drop(live);
     drop(guard);
     if let Some(path) = &options.history_file {
         write_history(path, app.editor.history());
@@ -239,7 +253,8 @@ fn event_loop(
     app: &mut App,
     rx: &mpsc::Receiver<Input>,
     commands: &mut impl Write,
-    terminal: &mut Terminal<CrosstermBackend<File>>,
+    screen: &mut inline::Screen,
+    hung_up: impl Fn() -> bool,
 ) -> io::Result<()> {
     let mut last_draw = Instant::now() - FRAME;
     let mut last_look = Instant::now();
@@ -256,21 +271,25 @@ fn event_loop(
         if app.quit {
             return Ok(());
         }
+        outside::tend(app, screen)?;
         if let Some(text) = app.clipboard.take() {
             use base64::Engine as _;
             let encoded = base64::engine::general_purpose::STANDARD.encode(text);
-            let backend = terminal.backend_mut();
+            let backend = screen.terminal.backend_mut();
             write!(backend, "\x1b]52;c;{encoded}\x07")?;
             backend.flush()?;
         }
         if app.title != title {
             title.clone_from(&app.title);
             if let Some(text) = &title {
-                execute!(terminal.backend_mut(), crossterm::terminal::SetTitle(text))?;
+                execute!(
+                    screen.terminal.backend_mut(),
+                    crossterm::terminal::SetTitle(text)
+                )?;
             }
         }
         if app.dirty && last_draw.elapsed() >= FRAME {
-            draw(app, terminal)?;
+            screen.draw(app, live_height, render)?;
             app.dirty = false;
             last_draw = Instant::now();
         }
@@ -281,7 +300,7 @@ fn event_loop(
         };
         if last_look.elapsed() >= HANG_UP_LOOK {
             last_look = Instant::now();
-            if hung_up(std::io::stdin()) {
+            if hung_up() {
                 return Ok(());
             }
         }
@@ -297,8 +316,8 @@ fn event_loop(
                 Input::Delta { thinking, text } => app.on_delta(thinking, &text),
                 Input::Terminal(Event::Key(key)) => app.on_key(key),
                 Input::Terminal(Event::Paste(text)) => app.on_paste(&text),
-                Input::Terminal(Event::Resize(..)) => {
-                    terminal.autoresize()?;
+                Input::Terminal(Event::Resize(width, height)) => {
+                    screen.resized(width, height);
                     app.dirty = true;
                 }
                 Input::Terminal(_) => {}
@@ -308,82 +327,95 @@ fn event_loop(
     }
 }
 
-/// Raw mode, the alternate screen and bracketed paste while it lives; the terminal as it was
-/// after, also when the UI fails.
+/// Raw mode, bracketed paste and the keyboard's modifier reports while it lives; the terminal
+/// as it was after, also when the UI fails.
 struct TerminalGuard {
-    terminal: Terminal<CrosstermBackend<File>>,
+    out: File,
 }
 
 impl TerminalGuard {
-    fn enter(screen: File) -> io::Result<Self> {
+    fn enter(screen: &File) -> io::Result<Self> {
+        let mut out = screen.try_clone()?;
         crossterm::terminal::enable_raw_mode()?;
-        let mut backend = CrosstermBackend::new(screen);
-        let entered = execute!(
-            backend,
-            crossterm::terminal::EnterAlternateScreen,
-            event::EnableBracketedPaste
-        );
-        // Shift+Enter is told apart from Enter only with the keyboard enhancement; a terminal
-        // without it ignores the request. Not detected first: crossterm asks through fd 1,
-        // which is the log while the UI runs, and the question costs a round trip at start.
-        let _ = queue!(
-            backend,
-            event::PushKeyboardEnhancementFlags(
-                event::KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES
-            )
-        );
-        if let Err(e) = entered {
+        if let Err(e) = inline::modes_on(&mut out) {
             let _ = crossterm::terminal::disable_raw_mode();
             return Err(e);
         }
-        let terminal = Terminal::new(backend)?;
-        Ok(Self { terminal })
+        Ok(Self { out })
     }
 }
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
-        let backend = self.terminal.backend_mut();
-        let _ = queue!(backend, event::PopKeyboardEnhancementFlags);
-        let _ = execute!(
-            backend,
-            event::DisableBracketedPaste,
-            crossterm::terminal::LeaveAlternateScreen,
-            crossterm::cursor::Show
-        );
+        let _ = inline::modes_off(&mut self.out);
         let _ = crossterm::terminal::disable_raw_mode();
     }
 }
 
-fn draw(app: &mut App, terminal: &mut Terminal<CrosstermBackend<File>>) -> io::Result<()> {
-    // One synchronized update per frame: the terminal shows it whole (no flicker).
-    queue!(
-        terminal.backend_mut(),
-        crossterm::terminal::BeginSynchronizedUpdate
-    )?;
-    terminal.draw(|frame| render(app, frame))?;
-    execute!(
-        terminal.backend_mut(),
-        crossterm::terminal::EndSynchronizedUpdate
-    )?;
-    Ok(())
+/// The widgets (and the queued messages) and the editor's lines, with the rows they take.
+struct Bottom {
+    widgets: Vec<Line<'static>>,
+    widget_height: u16,
+    editor: Vec<Line<'static>>,
+    editor_height: u16,
 }
 
-/// Draws the whole screen: conversation, widgets, status, editor, footer, and a dialog.
-pub fn render(app: &mut App, frame: &mut ratatui::Frame<'_>) {
+impl Bottom {
+    fn new(app: &App, width: usize, screen_height: u16) -> Self {
+        let editor = editor_lines(app, width.saturating_sub(2));
+        let editor_height = (editor.len() as u16).clamp(1, 10) + 1;
+        let widgets: Vec<Line<'static>> = app
+            .widgets
+            .values()
+            .flatten()
+            .map(|l| Line::from(Span::styled(l.clone(), app.theme.dim)))
+            .chain(overlays::queued_lines(app, width))
+            .collect();
+        let widget_height = (widgets.len() as u16).min(screen_height / 4);
+        Self {
+            widgets,
+            widget_height,
+            editor,
+            editor_height,
+        }
+    }
+
+    /// Widgets, status, editor and footer.
+    fn height(&self) -> u16 {
+        self.widget_height + 1 + self.editor_height + 1
+    }
+}
+
+/// The rows the live part needs: the blocks still live (with room over them for a dialog or
+/// the command list), then widgets, status, editor and footer; at most the screen.
+pub fn live_height(app: &mut App, live: &inline::Frame) -> u16 {
+    let width = usize::from(live.width);
+    let bottom = Bottom::new(app, width, live.screen_height).height();
+    let (_, blocks) =
+        app.transcript
+            .window_from(live.first_live, width, app.view, &app.theme, 0, 0);
+    let blocks = blocks + usize::from(live.gap && blocks > 0);
+    let dialog = app.dialog.as_ref().map_or(0, |dialog| {
+        dialog_lines(dialog, &app.theme, width, live.screen_height).len() + 2
+    });
+    let overlay = overlays::palette_lines(app, width).len().max(dialog);
+    let rows = usize::from(bottom) + blocks.max(overlay);
+    rows.min(usize::from(live.screen_height)) as u16
+}
+
+/// Draws the live part: the blocks not yet in the scrollback (the end of them when they are
+/// taller than the screen), widgets, status, editor, footer, and a dialog over them.
+pub fn render(app: &mut App, live: &inline::Frame, frame: &mut ratatui::Frame<'_>) {
     let area = frame.area();
     let width = area.width as usize;
-    let editor_lines = editor_lines(app, width.saturating_sub(2));
-    let editor_height = (editor_lines.len() as u16).clamp(1, 10) + 1;
-    let widget_lines: Vec<Line<'static>> = app
-        .widgets
-        .values()
-        .flatten()
-        .map(|l| Line::from(Span::styled(l.clone(), app.theme.dim)))
-        .collect();
-    let widget_height = (widget_lines.len() as u16).min(area.height / 4);
+    let Bottom {
+        widgets: widget_lines,
+        widget_height,
+        editor: editor_lines,
+        editor_height,
+    } = Bottom::new(app, width, live.screen_height);
     let [conversation, widgets, status, editor, footer] = Layout::vertical([
-        Constraint::Min(1),
+        Constraint::Min(0),
         Constraint::Length(widget_height),
         Constraint::Length(1),
         Constraint::Length(editor_height),
@@ -391,22 +423,14 @@ pub fn render(app: &mut App, frame: &mut ratatui::Frame<'_>) {
     ])
     .areas(area);
 
-    // The conversation, anchored to the bottom, scrolled up by `scroll` lines.
+    // The live blocks below the history, their end when they do not fit.
     let height = conversation.height as usize;
-    let (mut visible, total) = app
-        .transcript
-        .window(width, app.view, &app.theme, height, app.scroll);
-    let max_scroll = total.saturating_sub(height);
-    if app.scroll > max_scroll {
-        app.scroll = max_scroll;
-        visible = app
-            .transcript
-            .window(width, app.view, &app.theme, height, app.scroll)
-            .0;
+    let (mut shown, total) =
+        app.transcript
+            .window_from(live.first_live, width, app.view, &app.theme, height, 0);
+    if live.gap && total > 0 && total < height {
+        shown.insert(0, Line::default());
     }
-    let top_pad = height.saturating_sub(visible.len());
-    let mut shown = vec![Line::default(); top_pad];
-    shown.extend(visible);
     frame.render_widget(Paragraph::new(shown), conversation);
 
     frame.render_widget(Paragraph::new(widget_lines), widgets);
@@ -424,12 +448,6 @@ pub fn render(app: &mut App, frame: &mut ratatui::Frame<'_>) {
     if queued > 0 {
         status_spans.push(Span::styled(format!("  {queued} queued"), app.theme.dim));
     }
-    if app.scroll > 0 {
-        status_spans.push(Span::styled(
-            format!("  ↑ {} lines (PageDown)", app.scroll),
-            app.theme.dim,
-        ));
-    }
     frame.render_widget(Paragraph::new(Line::from(status_spans)), status);
 
     // The editor: a rule, then the text with a prompt mark.
@@ -445,6 +463,8 @@ pub fn render(app: &mut App, frame: &mut ratatui::Frame<'_>) {
 
     frame.render_widget(Paragraph::new(footer_line(app, width)), footer);
 
+    let above_editor = Rect::new(area.x, area.y, area.width, status.y - area.y);
+    overlays::render_palette(app, above_editor, frame.buffer_mut());
     if let Some(dialog) = &app.dialog {
         render_dialog(dialog, &app.theme, frame, area);
     }
@@ -550,11 +570,34 @@ fn render_dialog(
     area: Rect,
 ) {
     let width = area.width.saturating_sub(4).clamp(20, 80);
-    let inner_width = width.saturating_sub(2) as usize;
+    let lines = dialog_lines(dialog, theme, area.width as usize, area.height);
+    let height = (lines.len() as u16 + 2).min(area.height);
+    let rect = Rect {
+        x: area.x + (area.width.saturating_sub(width)) / 2,
+        y: area.y + (area.height.saturating_sub(height)) / 2,
+        width: width.min(area.width),
+        height,
+    };
+    frame.render_widget(Clear, rect);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(format!(" {} ", dialog.title), theme.accent));
+    frame.render_widget(Paragraph::new(lines).block(block), rect);
+}
+
+/// A dialog's lines inside its border, for an area `area_width` wide and `area_height` high (a
+/// list longer than that scrolls to keep the chosen option in view).
+fn dialog_lines(
+    dialog: &Dialog,
+    theme: &theme::Theme,
+    area_width: usize,
+    area_height: u16,
+) -> Vec<Line<'static>> {
+    let inner_width = area_width.saturating_sub(4).clamp(20, 80).saturating_sub(2);
     let mut lines: Vec<Line<'static>> = Vec::new();
     match &dialog.body {
         DialogBody::Select { options, selected } => {
-            let room = area.height.saturating_sub(6) as usize;
+            let room = area_height.saturating_sub(6) as usize;
             let first = selected.saturating_sub(room.saturating_sub(1));
             for (i, option) in options.iter().enumerate().skip(first).take(room.max(1)) {
                 let style = if i == *selected {
@@ -595,18 +638,7 @@ fn render_dialog(
             lines.push(Line::from(Span::styled(help, theme.dim)));
         }
     }
-    let height = (lines.len() as u16 + 2).min(area.height);
-    let rect = Rect {
-        x: area.x + (area.width.saturating_sub(width)) / 2,
-        y: area.y + (area.height.saturating_sub(height)) / 2,
-        width: width.min(area.width),
-        height,
-    };
-    frame.render_widget(Clear, rect);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(Span::styled(format!(" {} ", dialog.title), theme.accent));
-    frame.render_widget(Paragraph::new(lines).block(block), rect);
+    lines
 }
 
 /// The most of the history file read: its newest entries up to this size. The file keeps
@@ -787,5 +819,103 @@ mod tests {
             })
             .collect();
         assert_eq!(got, ["record \"agent_start\"", "gone"]);
+    }
+
+    /// The event loop running on a pipe as its terminal.
+    struct Running {
+        input: mpsc::Sender<Input>,
+        event_loop: std::thread::JoinHandle<io::Result<()>>,
+        /// The moment each marker reached the pipe.
+        seen: mpsc::Receiver<(&'static str, Instant)>,
+    }
+
+    /// Starts the event loop in a reply being written, its terminal a pipe watched for
+    /// `markers`.
+    fn loop_on_a_pipe(markers: &'static [&'static str]) -> Running {
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let screen = File::from(std::os::fd::OwnedFd::from(writer));
+        let (seen_tx, seen_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let mut buf = [0u8; 1 << 16];
+            let mut left: Vec<&str> = markers.to_vec();
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                text.extend_from_slice(&buf[..n]);
+                let now = Instant::now();
+                left.retain(|marker| {
+                    let found = text.windows(marker.len()).any(|w| w == marker.as_bytes());
+                    if found {
+                        let _ = seen_tx.send((*marker, now));
+                    }
+                    !found
+                });
+            }
+        });
+        let (tx, rx) = mpsc::channel();
+        let running = std::thread::spawn(move || {
+            let mut app = App::new(theme::Theme::new(true), "~".into(), Vec::new());
+            let mut screen = inline::Screen::new(screen, (80, 24))?;
+            event_loop(&mut app, &rx, &mut io::sink(), &mut screen, || false)
+        });
+        let record =
+            |line: &str| Input::Record(app::decode(serde_json::from_str(line).unwrap()).unwrap());
+        tx.send(record(r#"{"type":"agent_start"}"#)).unwrap();
+        tx.send(record(
+            r#"{"type":"message_start","message":{"role":"assistant","content":[],"api":"a","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":1}}"#,
+        ))
+        .unwrap();
+        Running {
+            input: tx,
+            event_loop: running,
+            seen: seen_rx,
+        }
+    }
+
+    #[test]
+    fn a_delta_is_drawn_within_a_frame_of_its_arrival_even_while_more_keep_coming() {
+        let Running {
+            input: tx,
+            event_loop: running,
+            seen,
+        } = loop_on_a_pipe(&["MIDDLE", "THE-END"]);
+        let delta = |text: &str| Input::Delta {
+            thinking: false,
+            text: text.into(),
+        };
+        // A delta every 2 ms for 400 ms: a frame is not put off until they pause.
+        let mut middle = None;
+        for i in 0..200 {
+            if i == 100 {
+                middle = Some(Instant::now());
+                tx.send(delta("MIDDLE ")).unwrap();
+            } else {
+                tx.send(delta(&format!("w{i} "))).unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let (marker, at) = seen.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(marker, "MIDDLE");
+        let middle = middle.unwrap();
+        assert!(
+            at - middle < FRAME * 6,
+            "drawn {:?} after it came, while deltas kept coming",
+            at - middle
+        );
+        // The last one, sent just after a frame, is drawn the frame after.
+        std::thread::sleep(FRAME + Duration::from_millis(2));
+        let sent = Instant::now();
+        tx.send(delta("THE-END")).unwrap();
+        let (marker, at) = seen.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(marker, "THE-END");
+        assert!(
+            at - sent < FRAME * 6,
+            "the last delta was drawn {:?} after it came",
+            at - sent
+        );
+        tx.send(Input::ServerGone).unwrap();
+        running.join().unwrap().unwrap();
     }
 }

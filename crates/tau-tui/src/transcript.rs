@@ -70,10 +70,12 @@ impl Block {
 }
 
 /// How the blocks are shown.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct View {
     /// Tool output and thinking in full rather than collapsed.
     pub expanded: bool,
+    /// Thinking left out (Ctrl+T); the blocks it changes are touched when it changes.
+    pub hide_thinking: bool,
 }
 
 /// Lines of tool output shown while collapsed.
@@ -82,6 +84,9 @@ const COLLAPSED_OUTPUT_LINES: usize = 8;
 #[derive(Debug, Default)]
 pub struct Transcript {
     pub blocks: Vec<Block>,
+    /// Counts the clears: the terminal, which writes finished blocks into its scrollback
+    /// once, starts over from the first block when this changes.
+    generation: u64,
 }
 
 impl Transcript {
@@ -99,6 +104,62 @@ impl Transcript {
 
     pub fn clear(&mut self) {
         self.blocks.clear();
+        self.generation += 1;
+    }
+
+    /// How many times the transcript was cleared (`/new`, `/resume`, `/fork`, `/tree`).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// How many blocks from the first are finished, so that they can be written into the
+    /// terminal's scrollback, which cannot be changed after: all but the reply being written
+    /// and the tools running while a run goes on, and any block after them. A reply is known
+    /// finished once a later reply, tool call or message follows it, or the run ends.
+    pub fn settled(&self, running: bool) -> usize {
+        if !running {
+            return self.blocks.len();
+        }
+        let last_reply = self
+            .blocks
+            .iter()
+            .rposition(|b| matches!(b.kind, BlockKind::Assistant { .. }));
+        self.blocks
+            .iter()
+            .enumerate()
+            .position(|(i, b)| match &b.kind {
+                BlockKind::Tool { status, .. } => *status == ToolStatus::Running,
+                BlockKind::Assistant { .. } => {
+                    Some(i) == last_reply
+                        && !self.blocks[i + 1..]
+                            .iter()
+                            .any(|later| !matches!(later.kind, BlockKind::Notice { .. }))
+                }
+                _ => false,
+            })
+            .unwrap_or(self.blocks.len())
+    }
+
+    /// The lines of block `index` at `width` (none for a block that shows nothing).
+    pub fn block_lines(
+        &mut self,
+        index: usize,
+        width: usize,
+        view: View,
+        theme: &Theme,
+    ) -> &[Line<'static>] {
+        let Some(block) = self.blocks.get_mut(index) else {
+            return &[];
+        };
+        let fresh = matches!(&block.cache, Some((w, e, _)) if *w == width && *e == view.expanded);
+        if !fresh {
+            let lines = render_block(&block.kind, width, view, theme);
+            block.cache = Some((width, view.expanded, lines));
+        }
+        block
+            .cache
+            .as_ref()
+            .map_or(&[], |(_, _, lines)| lines.as_slice())
     }
 
     /// The tool block of `id`, the latest first.
@@ -131,17 +192,26 @@ impl Transcript {
         height: usize,
         scroll: usize,
     ) -> (Vec<Line<'static>>, usize) {
-        for block in &mut self.blocks {
-            let fresh =
-                matches!(&block.cache, Some((w, e, _)) if *w == width && *e == view.expanded);
-            if !fresh {
-                let lines = render_block(&block.kind, width, view, theme);
-                block.cache = Some((width, view.expanded, lines));
-            }
+        self.window_from(0, width, view, theme, height, scroll)
+    }
+
+    /// [`Transcript::window`] over the blocks from `first` on.
+    pub fn window_from(
+        &mut self,
+        first: usize,
+        width: usize,
+        view: View,
+        theme: &Theme,
+        height: usize,
+        scroll: usize,
+    ) -> (Vec<Line<'static>>, usize) {
+        for index in first..self.blocks.len() {
+            self.block_lines(index, width, view, theme);
         }
         let shown: Vec<&[Line<'static>]> = self
             .blocks
             .iter()
+            .skip(first)
             .filter_map(|b| b.cache.as_ref().map(|(_, _, lines)| lines.as_slice()))
             .filter(|lines| !lines.is_empty())
             .collect();
@@ -209,7 +279,7 @@ fn render_block(kind: &BlockKind, width: usize, view: View, theme: &Theme) -> Ve
             error,
         } => {
             let mut out = Vec::new();
-            if !thinking.trim().is_empty() {
+            if !view.hide_thinking && !thinking.trim().is_empty() {
                 if view.expanded {
                     for line in thinking.trim().lines() {
                         out.extend(wrap_line(
@@ -432,7 +502,11 @@ mod tests {
         assert!(collapsed[1].contains("12 more lines"));
         assert_eq!(collapsed.last().map(String::as_str), Some("  line 20"));
         assert!(!collapsed.iter().any(|l| l == "  line 1"));
-        let expanded = text_of(&mut t, 40, View { expanded: true });
+        let view = View {
+            expanded: true,
+            ..View::default()
+        };
+        let expanded = text_of(&mut t, 40, view);
         assert_eq!(expanded.len(), 21);
     }
 
@@ -461,6 +535,43 @@ mod tests {
                 assert_eq!(got, expected, "height {height}, scroll {scroll}");
             }
         }
+    }
+
+    #[test]
+    fn a_block_is_settled_once_nothing_can_change_it() {
+        let mut t = Transcript::default();
+        t.push(BlockKind::User { text: "q".into() });
+        let reply = || BlockKind::Assistant {
+            text: "a".into(),
+            thinking: String::new(),
+            error: None,
+        };
+        t.push(reply());
+        // The reply being written, and a notice after it, wait; the question does not.
+        t.notice("note", NoticeKind::Info);
+        assert_eq!(t.settled(true), 1);
+        assert_eq!(t.settled(false), 3);
+        // A tool call after the reply ends it; the running tool waits.
+        t.push(BlockKind::Tool {
+            id: "1".into(),
+            name: "bash".into(),
+            args: Value::Null,
+            output: String::new(),
+            diff: None,
+            status: ToolStatus::Running,
+        });
+        assert_eq!(t.settled(true), 3);
+        if let BlockKind::Tool { status, .. } = &mut t.blocks[3].kind {
+            *status = ToolStatus::Done;
+        }
+        assert_eq!(t.settled(true), 4);
+        // The next reply waits again, and a clear is counted.
+        t.push(reply());
+        assert_eq!(t.settled(true), 4);
+        let generation = t.generation();
+        t.clear();
+        assert_eq!(t.generation(), generation + 1);
+        assert_eq!(t.settled(true), 0);
     }
 
     #[test]

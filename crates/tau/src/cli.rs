@@ -35,11 +35,21 @@ pub enum MessageUpdates {
 #[command(
     name = "tau",
     version,
-    about = "tau: a coding agent, driven over a JSONL protocol compatible with pi's RPC mode.",
-    long_about = "tau: a coding agent, driven over a JSONL protocol compatible with pi's RPC mode.\n\n\
-        Run `tau --mode rpc` and write one JSON command per line to its stdin \
-        (for example {\"type\":\"get_state\"}); responses and events come back on stdout, \
-        one JSON object per line, starting with a {\"type\":\"ready\"} record.\n\n\
+    about = "tau: a coding agent for your terminal, your editor and your programs.",
+    long_about = "tau: a coding agent for your terminal, your editor and your programs.\n\n\
+        Start:\n  \
+        tau                          open an interactive session in this folder\n  \
+        tau \"fix the failing test\"   open it with a first message\n  \
+        tau -c / tau -r              continue the last session / pick an earlier one\n  \
+        tau -p \"explain main.rs\"     one answer printed, then exit (piped input is read too)\n  \
+        tau --mode acp               for editors (Zed, JetBrains, Neovim, ...) over the Agent \
+        Client Protocol\n  \
+        tau --mode rpc               for programs: JSON commands on stdin, responses and events \
+        on stdout, compatible with pi's RPC mode\n  \
+        tau --mode json              like -p, printing every event as a JSON line\n\n\
+        A model needs a key: set a provider's variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, \
+        GEMINI_API_KEY, ...), or store one with /login in the session, or add models.json to the \
+        agent directory. To try tau without a key, run tau-mock-llm (see the README).\n\n\
         Commands:\n  tau install <source> [-l]    install a pi package (npm:, git:, a path) and \
         add it to settings\n  tau remove <source> [-l]     remove one (also `uninstall`)\n  \
         tau update [source|--extensions]  update installed packages (tau does not update \
@@ -146,10 +156,10 @@ pub struct Cli {
     #[arg(long)]
     pub no_prompt_templates: bool,
     /// A theme file or folder for pi's terminal UI: accepted for pi's command lines, with a
-    /// warning (tau has no terminal UI).
+    /// warning (tau's terminal has its own colours for light and dark backgrounds).
     #[arg(long, value_name = "PATH", action = ArgAction::Append)]
     pub theme: Vec<String>,
-    /// Do not load themes (no effect: tau has no terminal UI).
+    /// Do not load themes (no effect: tau reads no theme files).
     #[arg(long)]
     pub no_themes: bool,
     /// Do not load AGENTS.md / CLAUDE.md; also `-nc`.
@@ -409,8 +419,9 @@ pub fn parse_in(
     let mut warnings = Vec::new();
     if !cli.theme.is_empty() || cli.no_themes {
         warnings.push(
-            "--theme and --no-themes have no effect: tau has no terminal UI (extensions' \
-             ctx.ui.theme follows the \"theme\" setting)"
+            "--theme and --no-themes have no effect: tau reads no theme files (its terminal \
+             picks its colours for the background; extensions' ctx.ui.theme follows the \
+             \"theme\" setting)"
                 .to_string(),
         );
     }

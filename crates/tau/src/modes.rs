@@ -128,6 +128,8 @@ fn serve_terminal(run: Run, runtime: &tokio::runtime::Runtime) -> anyhow::Result
         initial_prompt: prompts.into_iter().next().map(|p| p.text),
         warnings: WARNINGS.lock().map(|w| w.clone()).unwrap_or_default(),
         theme,
+        version: VERSION.to_string(),
+        no_model: (!session.has_model()).then(|| no_model_help(&agent_dir)),
     };
     // What tau and its extension processes write to stderr would land on the screen the UI
     // draws: it goes to a log file in the agent directory while the UI runs.
@@ -197,6 +199,20 @@ fn serve_one_shot(run: Run, runtime: &tokio::runtime::Runtime) -> anyhow::Result
         signals.first(),
     ));
     Ok((reason, driving.join().unwrap_or(1)))
+}
+
+/// What the terminal says when no model can answer: where tau looked, and the shortest ways
+/// on (issue 48).
+fn no_model_help(agent_dir: &std::path::Path) -> String {
+    let agent = agent_dir.display();
+    format!(
+        "no model can answer yet: tau found no key for any provider. It looked in the \
+         environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY and \
+         the other providers' variables), in {agent}/auth.json, and for models of your own in \
+         {agent}/models.json.\nTo go on: set one variable and start tau again (export \
+         ANTHROPIC_API_KEY=...), or type /login to store a key, or try tau without a key with \
+         tau-mock-llm (README: \"tau-mock-llm: an LLM without a key\")."
+    )
 }
 
 /// The folder as the terminal UI's footer shows it: `~/…` below the home directory.

@@ -14,6 +14,14 @@ pub enum ProviderError {
         /// From a `retry-after` (or `retry-after-ms`) header, if the server sent one.
         retry_after: Option<Duration>,
     },
+    /// The server answered with an error status, in a provider whose SDK words the whole text
+    /// itself (pi's Azure and Bedrock providers); `message` is that text.
+    #[error("{message}")]
+    Service {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
     /// The connection failed or broke.
     #[error("{0}")]
     Network(String),
@@ -40,7 +48,111 @@ fn seconds(duration: &Duration) -> String {
     }
 }
 
+/// The response headers an error text is made from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ErrorHeaders {
+    /// Bedrock's `x-amzn-errortype`, e.g. `ThrottlingException:http://internal.amazon.com/…`.
+    pub amzn_error_type: Option<String>,
+}
+
+/// pi's prefixes for Bedrock's exception names: its retry and overflow rules match on them.
+pub(crate) fn bedrock_prefix(kind: &str) -> &str {
+    match kind {
+        "InternalServerException" => "Internal server error",
+        "ModelStreamErrorException" => "Model stream error",
+        "ValidationException" => "Validation error",
+        "ThrottlingException" => "Throttling error",
+        "ServiceUnavailableException" => "Service unavailable",
+        other => other,
+    }
+}
+
+/// Where AWS explains the data-retention modes some models refuse (pi adds the link).
+const BEDROCK_DATA_RETENTION_DOCS: &str =
+    "https://docs.aws.amazon.com/bedrock/latest/userguide/data-retention.html";
+
+/// `<prefix>: <message>`, with pi's pointer to the data-retention page when the message is
+/// about it.
+pub(crate) fn bedrock_text(kind: &str, message: &str) -> String {
+    let hint = if message.to_ascii_lowercase().contains("data retention mode") {
+        format!(" See {BEDROCK_DATA_RETENTION_DOCS} for supported data retention modes.")
+    } else {
+        String::new()
+    };
+    format!("{}: {message}{hint}", bedrock_prefix(kind))
+}
+
 impl ProviderError {
+    /// The wait a server asked for before a retry, if it named one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Http { retry_after, .. }
+            | ProviderError::Service { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// The error for an error status, worded as the provider's SDK words it.
+    pub(crate) fn from_response(
+        style: super::ErrorStyle,
+        status: u16,
+        headers: ErrorHeaders,
+        body: &[u8],
+        retry_after: Option<Duration>,
+    ) -> Self {
+        use super::ErrorStyle;
+        match style {
+            ErrorStyle::Message => Self::from_http(status, body, false, retry_after),
+            ErrorStyle::WholeBody => Self::from_http(status, body, true, retry_after),
+            ErrorStyle::Azure => ProviderError::Service {
+                status,
+                message: format!(
+                    "Azure OpenAI API error ({status}): {}",
+                    Self::from_http(status, body, false, None)
+                ),
+                retry_after,
+            },
+            ErrorStyle::Bedrock => {
+                let json = serde_json::from_slice::<serde_json::Value>(body).ok();
+                let field = |key: &str| {
+                    json.as_ref()
+                        .and_then(|v| v.get(key))
+                        .and_then(serde_json::Value::as_str)
+                        .map(str::to_string)
+                };
+                // The kind is the header's part before `:`, else the body's `__type` after
+                // its last `#`, as the AWS SDKs read it.
+                let kind = headers
+                    .amzn_error_type
+                    .as_deref()
+                    .map(|t| t.split(':').next().unwrap_or(t).to_string())
+                    .or_else(|| {
+                        field("__type").map(|t| t.rsplit('#').next().unwrap_or(&t).to_string())
+                    })
+                    .filter(|k| !k.is_empty());
+                let message = field("message")
+                    .or_else(|| field("Message"))
+                    .unwrap_or_else(|| {
+                        let text = String::from_utf8_lossy(body).trim().to_string();
+                        if text.is_empty() {
+                            format!("{status} status code (no body)")
+                        } else {
+                            text
+                        }
+                    });
+                let message = match kind {
+                    Some(kind) => bedrock_text(&kind, &message),
+                    None => message,
+                };
+                ProviderError::Service {
+                    status,
+                    message,
+                    retry_after,
+                }
+            }
+        }
+    }
+
     /// Builds an HTTP error from a status and a response body, using the message an API's
     /// official SDK would show: the `error.message` of OpenAI- and Google-shaped bodies, the
     /// whole JSON body for Anthropic (whose SDK prints it), `status code (no body)` when empty.

@@ -243,7 +243,7 @@ enum Open {
 }
 
 #[derive(Debug, Default)]
-struct Decoder {
+pub(crate) struct Decoder {
     next_index: usize,
     open: Option<Open>,
     saw_chunk: bool,

@@ -4,17 +4,27 @@
 //! turns it into [`AssistantMessageEvent`]s ending in exactly one `done` or `error`. Each API
 //! adapter only maps its wire format to [`Op`]s; the shared [`emitter`] keeps the message,
 //! the content indices, the cost and the partial snapshots. What the adapters' requests have
-//! in common (the JSON POST, the OpenAI headers, usage counted inside the prompt) is here.
+//! in common (the JSON POST, the OpenAI headers, usage counted inside the prompt) is here,
+//! and so are the two hooks the cloud APIs need on every attempt: an [`Authorize`] step that
+//! adds credentials made for that attempt (a SigV4 signature, an OAuth access token), and
+//! the body's [`Framing`] (SSE, or AWS's binary event stream).
 
 mod anthropic;
+mod azure_openai_responses;
+mod bedrock;
 mod classify;
 mod emitter;
+mod env;
 mod error;
+mod event_stream;
 mod google;
+mod google_vertex;
 mod idle;
 mod openai_completions;
 mod openai_responses;
 mod partial_json;
+mod sigv4;
+mod vertex_auth;
 
 pub mod sse;
 #[cfg(test)]
@@ -35,6 +45,7 @@ use tokio::task::JoinHandle;
 pub use tokio_util::sync::CancellationToken;
 
 pub use classify::{is_context_overflow, is_overflow_error, is_retryable_error};
+pub use env::ProviderEnv;
 pub use error::ProviderError;
 pub use idle::IdleCap;
 pub use partial_json::parse_arguments;
@@ -129,6 +140,10 @@ pub struct StreamOptions {
     pub include_partial: bool,
     /// Called around the HTTP exchange when set.
     pub hooks: Option<std::sync::Arc<dyn RequestHooks>>,
+    /// Where the cloud APIs read their settings and ambient credentials (Azure's resource,
+    /// Vertex's project and key file, AWS's keys and profile files): the process environment
+    /// unless a lookup is injected.
+    pub env: ProviderEnv,
 }
 
 impl std::fmt::Debug for StreamOptions {
@@ -165,6 +180,7 @@ impl Default for StreamOptions {
             max_retry_delay: Duration::from_secs(60),
             include_partial: false,
             hooks: None,
+            env: ProviderEnv::default(),
         }
     }
 }
@@ -265,8 +281,49 @@ pub(crate) struct HttpRequest {
     pub url: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
-    /// Error bodies are shown whole (Anthropic's SDK does) instead of their `error.message`.
-    pub whole_error_body: bool,
+    /// How an error status's body becomes the error text.
+    pub errors: ErrorStyle,
+    /// Credentials made for each attempt, after the body is final.
+    pub auth: Option<std::sync::Arc<dyn Authorize>>,
+    pub framing: Framing,
+}
+
+/// How an error response becomes the message pi would show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrorStyle {
+    /// `<status> <error.message>` (the OpenAI and Google SDKs).
+    Message,
+    /// `<status> <whole body>` (Anthropic's SDK prints the body).
+    WholeBody,
+    /// `Azure OpenAI API error (<status>): <status> <error.message>` (pi's Azure provider).
+    Azure,
+    /// `<kind>: <message>` from the `x-amzn-errortype` header (pi's Bedrock provider).
+    Bedrock,
+}
+
+/// How the response body is cut into events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    Sse,
+    /// `application/vnd.amazon.eventstream`: each message becomes an [`SseEvent`] (see
+    /// [`event_stream`]).
+    EventStream,
+}
+
+/// Adds the credentials of one attempt: called before every attempt, retries included, with
+/// the body as it will be sent.
+pub(crate) trait Authorize: Send + Sync {
+    fn authorize<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        request: &'a HttpRequest,
+        body: &'a [u8],
+        options: &'a StreamOptions,
+    ) -> futures_util::future::BoxFuture<'a, Result<Vec<(String, String)>, Failed>>;
+
+    /// The server refused the credentials (401): whatever was cached for them is dropped,
+    /// so that the next request makes new ones.
+    fn rejected(&self) {}
 }
 
 impl HttpRequest {
@@ -281,11 +338,29 @@ impl HttpRequest {
         whole_error_body: bool,
     ) -> Result<Self, ProviderError> {
         add_request_headers(&mut headers, model, options);
+        let url = format!("{}{path}", model.base_url.trim_end_matches('/'));
+        let errors = if whole_error_body {
+            ErrorStyle::WholeBody
+        } else {
+            ErrorStyle::Message
+        };
+        Self::post_json_to(url, headers, body, errors)
+    }
+
+    /// A POST of `body` as JSON to `url` with exactly `headers`.
+    pub(crate) fn post_json_to(
+        url: String,
+        headers: Vec<(String, String)>,
+        body: &Value,
+        errors: ErrorStyle,
+    ) -> Result<Self, ProviderError> {
         Ok(Self {
-            url: format!("{}{path}", model.base_url.trim_end_matches('/')),
+            url,
             headers,
             body: serde_json::to_vec(body).map_err(|e| ProviderError::Config(e.to_string()))?,
-            whole_error_body,
+            errors,
+            auth: None,
+            framing: Framing::Sse,
         })
     }
 }
@@ -307,7 +382,10 @@ fn build(
         "anthropic-messages" => anthropic::build(model, context, options),
         "openai-completions" => openai_completions::build(model, context, options),
         "openai-responses" => openai_responses::build(model, context, options),
+        "azure-openai-responses" => azure_openai_responses::build(model, context, options),
         "google-generative-ai" => google::build(model, context, options),
+        "google-vertex" => google_vertex::build(model, context, options),
+        "bedrock-converse-stream" => bedrock::build(model, context, options),
         other => Err(ProviderError::Config(format!("Unsupported API: {other}"))),
     }
 }
@@ -536,11 +614,11 @@ fn backoff(attempt: u32) -> Duration {
 }
 
 /// A failed attempt at getting a streaming response.
-struct Failed {
-    error: ProviderError,
+pub(crate) struct Failed {
+    pub error: ProviderError,
     /// Whether the SDKs would try again: connection errors, timeouts, 408, 409, 429, 5xx,
     /// or what an `x-should-retry` header says.
-    retryable: bool,
+    pub retryable: bool,
 }
 
 /// Sends the request and waits for a successful status, retrying as the provider SDKs do
@@ -560,10 +638,7 @@ async fn send(
         if !failed.retryable || attempt >= options.max_retries {
             return Err(failed.error);
         }
-        let asked = match &failed.error {
-            ProviderError::Http { retry_after, .. } => *retry_after,
-            _ => None,
-        };
+        let asked = failed.error.retry_after();
         let cap = options.max_retry_delay;
         if let Some(wait) = asked
             && !cap.is_zero()
@@ -593,10 +668,16 @@ async fn send_once(
     body: bytes::Bytes,
     options: &StreamOptions,
 ) -> Result<reqwest::Response, Failed> {
-    let mut builder = client.post(&request.url).body(body);
+    let mut builder = client.post(&request.url);
     for (name, value) in &request.headers {
         builder = builder.header(name, value);
     }
+    if let Some(auth) = &request.auth {
+        for (name, value) in auth.authorize(client, request, &body, options).await? {
+            builder = builder.header(name, value);
+        }
+    }
+    let builder = builder.body(body);
     let response = match within(builder.send(), options, headers_limit(options)).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => {
@@ -627,7 +708,13 @@ async fn send_once(
     if status.is_success() {
         return Ok(response);
     }
+    if status.as_u16() == 401
+        && let Some(auth) = &request.auth
+    {
+        auth.rejected();
+    }
     let retry_after = error::retry_after(response.headers());
+    let headers = response.headers().clone();
     let retryable = match response
         .headers()
         .get("x-should-retry")
@@ -647,18 +734,56 @@ async fn send_once(
         }
     };
     Err(Failed {
-        error: ProviderError::from_http(
+        error: ProviderError::from_response(
+            request.errors,
             status.as_u16(),
+            response_headers(&headers),
             &body,
-            request.whole_error_body,
             retry_after,
         ),
         retryable,
     })
 }
 
+/// The headers an error text may need (Bedrock names the error kind in one).
+fn response_headers(headers: &reqwest::header::HeaderMap) -> error::ErrorHeaders {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    error::ErrorHeaders {
+        amzn_error_type: get("x-amzn-errortype"),
+    }
+}
+
+/// Cuts a response body into events, as its framing says.
+enum BodyDecoder {
+    Sse(SseDecoder),
+    EventStream(event_stream::Decoder),
+}
+
+impl BodyDecoder {
+    fn new(framing: Framing) -> Self {
+        match framing {
+            Framing::Sse => BodyDecoder::Sse(SseDecoder::new()),
+            Framing::EventStream => BodyDecoder::EventStream(event_stream::Decoder::default()),
+        }
+    }
+
+    fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, ProviderError> {
+        match self {
+            BodyDecoder::Sse(decoder) => decoder
+                .feed(chunk)
+                .map_err(|err| ProviderError::Network(err.to_string())),
+            BodyDecoder::EventStream(decoder) => decoder.feed(chunk),
+        }
+    }
+}
+
 /// Describes a reqwest error with its causes (reqwest's own text is terse).
-fn describe(err: &reqwest::Error) -> String {
+pub(crate) fn describe(err: &reqwest::Error) -> String {
     let mut text = err.to_string();
     let mut source = std::error::Error::source(err);
     while let Some(cause) = source {
@@ -688,7 +813,7 @@ async fn run(
     let response = send(client, &request, bytes::Bytes::from(body), options).await?;
     emitter.responded();
     let mut body = response.bytes_stream();
-    let mut decoder = SseDecoder::new();
+    let mut decoder = BodyDecoder::new(request.framing);
     let mut ops = Vec::new();
     loop {
         let chunk = match guarded(body.next(), options).await? {
@@ -701,9 +826,7 @@ async fn run(
                 )));
             }
         };
-        let events = decoder
-            .feed(&chunk)
-            .map_err(|err| ProviderError::Network(err.to_string()))?;
+        let events = decoder.feed(&chunk)?;
         for event in events {
             let flow = adapter.on_event(event, &mut ops)?;
             for op in ops.drain(..) {

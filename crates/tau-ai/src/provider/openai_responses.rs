@@ -50,12 +50,33 @@ fn mapped(model: &Model, level: ThinkingLevel) -> Option<Option<Value>> {
 }
 
 pub(crate) fn request_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
+    request_body_for(model, context, options, None)
+}
+
+/// The longest prompt-cache key the Responses API takes, in characters.
+const PROMPT_CACHE_KEY_MAX: usize = 64;
+
+/// The request body; `azure_deployment` makes it Azure's: the deployment named as the model,
+/// the session always as the (shortened) cache key, and a mapped effort of `null` meaning the
+/// level itself, as pi's Azure provider builds it.
+pub(crate) fn request_body_for(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    azure_deployment: Option<&str>,
+) -> Value {
+    let azure = azure_deployment.is_some();
     let mut body = Map::new();
-    body.insert("model".into(), json!(model.id));
+    body.insert("model".into(), json!(azure_deployment.unwrap_or(&model.id)));
     body.insert("input".into(), Value::Array(input(model, context)));
     body.insert("stream".into(), json!(true));
     body.insert("store".into(), json!(false));
-    if options.cache_retention != CacheRetention::None
+    if azure {
+        if let Some(session) = &options.session_id {
+            let key: String = session.chars().take(PROMPT_CACHE_KEY_MAX).collect();
+            body.insert("prompt_cache_key".into(), json!(key));
+        }
+    } else if options.cache_retention != CacheRetention::None
         && let Some(session) = &options.session_id
     {
         body.insert("prompt_cache_key".into(), json!(session));
@@ -86,8 +107,8 @@ pub(crate) fn request_body(model: &Model, context: &Context, options: &StreamOpt
             Some(level) => {
                 let effort = match mapped(model, level) {
                     Some(Some(v)) => Some(v),
-                    Some(None) => None,
-                    None => Some(json!(level.as_str())),
+                    Some(None) if !azure => None,
+                    Some(None) | None => Some(json!(level.as_str())),
                 };
                 if let Some(effort) = effort {
                     body.insert(
@@ -97,15 +118,17 @@ pub(crate) fn request_body(model: &Model, context: &Context, options: &StreamOpt
                     body.insert("include".into(), json!(["reasoning.encrypted_content"]));
                 }
             }
-            None if model.provider != "github-copilot" => match mapped(model, ThinkingLevel::Off) {
-                Some(None) => {}
-                Some(Some(v)) => {
-                    body.insert("reasoning".into(), json!({"effort": v}));
+            None if azure || model.provider != "github-copilot" => {
+                match mapped(model, ThinkingLevel::Off) {
+                    Some(None) => {}
+                    Some(Some(v)) => {
+                        body.insert("reasoning".into(), json!({"effort": v}));
+                    }
+                    None => {
+                        body.insert("reasoning".into(), json!({"effort": "none"}));
+                    }
                 }
-                None => {
-                    body.insert("reasoning".into(), json!({"effort": "none"}));
-                }
-            },
+            }
             None => {}
         }
     }
@@ -227,7 +250,7 @@ enum Kind {
 }
 
 #[derive(Debug, Default)]
-struct Decoder {
+pub(crate) struct Decoder {
     next_index: usize,
     /// Output index → (content index, kind, whether deltas arrived).
     items: HashMap<u64, (usize, Kind, bool)>,

@@ -190,6 +190,47 @@ pub fn env_vars_for(provider: &str) -> &'static [&'static str] {
     }
 }
 
+/// The key pi's `getEnvApiKey` gives a provider whose credentials are ambient (Vertex's
+/// Application Default Credentials, AWS's chain): the provider itself finds the real ones.
+pub const AMBIENT_KEY: &str = "<authenticated>";
+
+/// Whether `provider` has ambient credentials as pi decides it: for `google-vertex` an ADC
+/// file that exists (`GOOGLE_APPLICATION_CREDENTIALS`, else gcloud's under `HOME`) with a
+/// project and a location; for `amazon-bedrock` any of the variables the AWS chain starts
+/// from. `env` answers non-empty values only.
+pub(crate) fn has_ambient_credentials(
+    provider: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    match provider {
+        "google-vertex" => {
+            let file = env("GOOGLE_APPLICATION_CREDENTIALS")
+                .map(std::path::PathBuf::from)
+                .or_else(|| {
+                    env("HOME").map(|home| {
+                        Path::new(&home).join(".config/gcloud/application_default_credentials.json")
+                    })
+                });
+            file.is_some_and(|f| f.exists())
+                && (env("GOOGLE_CLOUD_PROJECT").is_some() || env("GCLOUD_PROJECT").is_some())
+                && env("GOOGLE_CLOUD_LOCATION").is_some()
+        }
+        "amazon-bedrock" => {
+            env("AWS_PROFILE").is_some()
+                || (env("AWS_ACCESS_KEY_ID").is_some() && env("AWS_SECRET_ACCESS_KEY").is_some())
+                || [
+                    "AWS_BEARER_TOKEN_BEDROCK",
+                    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                    "AWS_WEB_IDENTITY_TOKEN_FILE",
+                ]
+                .iter()
+                .any(|name| env(name).is_some())
+        }
+        _ => false,
+    }
+}
+
 /// Resolves a configured value that is not a command: the environment variable of that exact
 /// name when it is set and non-empty, else the literal. Empty results count as nothing.
 pub(crate) fn resolve_plain(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
@@ -362,6 +403,54 @@ mod tests {
 
         let (auth, err) = load_auth_file(&dir.path().join("missing.json"));
         assert!(auth.entries.is_empty() && err.is_none());
+    }
+
+    #[test]
+    fn ambient_credentials_are_decided_as_pi_decides() {
+        let dir = tempfile::tempdir().unwrap();
+        let adc = dir.path().join(".config/gcloud");
+        std::fs::create_dir_all(&adc).unwrap();
+        std::fs::write(adc.join("application_default_credentials.json"), "{}").unwrap();
+        let home = dir.path().display().to_string();
+        let with = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect();
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            }
+        };
+        let vertex =
+            |pairs: &[(&str, &str)]| has_ambient_credentials("google-vertex", &with(pairs));
+        assert!(vertex(&[
+            ("HOME", &home),
+            ("GCLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "us-central1")
+        ]));
+        assert!(!vertex(&[("HOME", &home), ("GCLOUD_PROJECT", "p")]));
+        assert!(!vertex(&[
+            ("HOME", &home),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent.json"),
+            ("GCLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "l")
+        ]));
+        let bedrock =
+            |pairs: &[(&str, &str)]| has_ambient_credentials("amazon-bedrock", &with(pairs));
+        assert!(bedrock(&[("AWS_PROFILE", "work")]));
+        assert!(bedrock(&[
+            ("AWS_ACCESS_KEY_ID", "a"),
+            ("AWS_SECRET_ACCESS_KEY", "s")
+        ]));
+        assert!(!bedrock(&[("AWS_ACCESS_KEY_ID", "a")]));
+        assert!(bedrock(&[("AWS_BEARER_TOKEN_BEDROCK", "k")]));
+        assert!(!has_ambient_credentials(
+            "openai",
+            &with(&[("AWS_PROFILE", "x")])
+        ));
     }
 
     #[test]

@@ -25,14 +25,15 @@ use std::time::Duration;
 use globset::GlobBuilder;
 use tau_protocol::{Model, ThinkingLevel};
 
-pub use auth::{ApiKey, env_vars_for};
+pub use auth::{AMBIENT_KEY, ApiKey, env_vars_for};
+pub(crate) use auth::{COMMAND_TIMEOUT, run_shell};
 pub use catalog::{
     DEFAULT_MODEL_PER_PROVIDER, builtin_models, builtin_models_json, default_model_id,
 };
 pub use models_json::ModelsJsonError;
 pub use patch::ModelPatch;
 
-use auth::{AuthFile, COMMAND_TIMEOUT, ConfigValue, Credential};
+use auth::{AuthFile, ConfigValue, Credential};
 use matching::{SuffixMode, parse_model_pattern, split_level_suffix};
 use models_json::ProviderRequest;
 
@@ -318,6 +319,14 @@ impl Registry {
             .iter()
             .flat_map(|(provider, _)| env_vars_for(provider))
             .any(|name| self.env_var(name).is_some())
+            || ["google-vertex", "amazon-bedrock"]
+                .iter()
+                .any(|provider| self.has_ambient(provider))
+    }
+
+    /// Whether the provider's credentials are ambient ones (see [`AMBIENT_KEY`]).
+    fn has_ambient(&self, provider: &str) -> bool {
+        auth::has_ambient_credentials(provider, &|name| self.env_var(name))
     }
 
     /// Every model, built-in and custom, in registry order, with or without credentials.
@@ -367,8 +376,9 @@ impl Registry {
     }
 
     /// Whether any credential is configured for `provider`: a runtime key, an `auth.json`
-    /// entry (API key or login), a non-empty environment variable, or a `models.json`
-    /// `apiKey`. Never runs a command, so it is cheap enough for listing models.
+    /// entry (API key or login), a non-empty environment variable, ambient cloud credentials
+    /// (Vertex's ADC, AWS's), or a `models.json` `apiKey`. Never runs a command, so it is
+    /// cheap enough for listing models.
     pub fn has_auth(&self, provider: &str) -> bool {
         if self.runtime_keys.contains_key(provider) {
             return true;
@@ -378,6 +388,7 @@ impl Registry {
             || env_vars_for(provider)
                 .iter()
                 .any(|v| self.env_var(v).is_some())
+            || self.has_ambient(provider)
             || loaded
                 .requests
                 .get(provider)
@@ -385,8 +396,8 @@ impl Registry {
     }
 
     /// The API key for `provider`, looked up in pi's order: runtime key, `auth.json` API key,
-    /// `auth.json` login, environment, `models.json` `apiKey`. `Ok(None)` when nothing is
-    /// configured.
+    /// `auth.json` login, environment (ambient cloud credentials give [`AMBIENT_KEY`]),
+    /// `models.json` `apiKey`. `Ok(None)` when nothing is configured.
     pub fn api_key(&self, provider: &str) -> Result<Option<ApiKey>, KeyError> {
         if let Some(key) = self.runtime_keys.get(provider) {
             return Ok(Some(key.clone()));
@@ -417,6 +428,9 @@ impl Registry {
                     .find_map(|name| self.env_var(name))
                 {
                     return Ok(Some(ApiKey::new(key)));
+                }
+                if self.has_ambient(provider) {
+                    return Ok(Some(ApiKey::new(AMBIENT_KEY)));
                 }
             }
         }

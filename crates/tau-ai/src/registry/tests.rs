@@ -929,6 +929,75 @@ fn available_models_and_find_need_auth() {
     assert!(reg.find("GROQ", "openai/gpt-oss-120b").is_none());
 }
 
+/// The cloud providers are available as pi decides: Azure by its key, Bedrock by any start of
+/// the AWS chain, Vertex by an ADC file with a project and a location (or its API key). The
+/// key handed to the request is the marker for ambient credentials, which the provider
+/// resolves itself.
+#[test]
+fn cloud_providers_are_available_with_their_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let providers = |reg: &Registry| {
+        let mut providers: Vec<String> = reg
+            .available_models()
+            .iter()
+            .map(|m| m.provider.clone())
+            .collect();
+        providers.dedup();
+        providers
+    };
+    assert!(providers(&registry(dir.path(), &[])).is_empty());
+    let adc = dir.path().join("adc.json");
+    std::fs::write(&adc, "{}").unwrap();
+    let adc = adc.display().to_string();
+    let reg = registry(
+        dir.path(),
+        &[
+            ("AZURE_OPENAI_API_KEY", "az"),
+            ("AWS_PROFILE", "work"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", &adc),
+            ("GOOGLE_CLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+        ],
+    );
+    let mut found = providers(&reg);
+    found.sort();
+    assert_eq!(
+        found,
+        ["amazon-bedrock", "azure-openai-responses", "google-vertex"]
+    );
+    assert!(reg.may_have_credentials());
+    assert_eq!(key(&reg, "amazon-bedrock").as_deref(), Some(AMBIENT_KEY));
+    assert_eq!(key(&reg, "google-vertex").as_deref(), Some(AMBIENT_KEY));
+    assert_eq!(key(&reg, "azure-openai-responses").as_deref(), Some("az"));
+    assert!(
+        reg.find("amazon-bedrock", "us.anthropic.claude-opus-4-6-v1")
+            .is_some()
+    );
+    assert_eq!(
+        reg.default_model(None, None)
+            .map(|m| (m.provider.as_str(), m.id.as_str())),
+        Some(("amazon-bedrock", "us.anthropic.claude-opus-4-6-v1"))
+    );
+    // Vertex's API key wins over ADC; without a location ADC does not count.
+    let keyed = registry(dir.path(), &[("GOOGLE_CLOUD_API_KEY", "AIza")]);
+    assert_eq!(key(&keyed, "google-vertex").as_deref(), Some("AIza"));
+    let no_location = registry(
+        dir.path(),
+        &[
+            ("GOOGLE_APPLICATION_CREDENTIALS", &adc),
+            ("GOOGLE_CLOUD_PROJECT", "p"),
+        ],
+    );
+    assert!(providers(&no_location).is_empty());
+    assert!(!no_location.may_have_credentials());
+    // The ChatGPT-subscription API stays out of the catalog.
+    assert!(
+        reg.all_models()
+            .iter()
+            .all(|m| m.provider != "openai-codex")
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // --model resolution
 

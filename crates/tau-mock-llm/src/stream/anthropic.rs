@@ -30,6 +30,13 @@ fn placeholder_signature(seq: u64, index: usize) -> String {
 }
 
 impl Encoder for Anthropic {
+    fn error_event(&mut self, _plan: &Plan) -> Bytes {
+        named_event(
+            "error",
+            &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        )
+    }
+
     fn encode(&mut self, plan: &Plan, step: Step, out: &mut VecDeque<Bytes>) {
         let usage = &plan.usage;
         match step {

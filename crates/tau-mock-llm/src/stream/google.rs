@@ -76,6 +76,13 @@ impl Google {
 }
 
 impl Encoder for Google {
+    fn error_event(&mut self, _plan: &Plan) -> Bytes {
+        let error = json!({"error": {"code": 503,
+            "message": "The model is overloaded. Please try again later.",
+            "status": "UNAVAILABLE"}});
+        Bytes::from(format!("data: {error}\r\n\r\n"))
+    }
+
     fn encode(&mut self, plan: &Plan, step: Step, out: &mut VecDeque<Bytes>) {
         match step {
             Step::Begin => {}

@@ -1,9 +1,11 @@
-//! Turning a [`Reply`] into an SSE response body: the reply is resolved once into a [`Plan`]
-//! (blocks cut into deltas), a cursor walks it step by step, and a per-API encoder turns each
-//! step into the SSE events that API sends. Events are produced lazily, one at a time, so a
-//! reply of ten thousand deltas never exists as one big buffer.
+//! Turning a [`Reply`] into a streamed response body: the reply is resolved once into a
+//! [`Plan`] (blocks cut into deltas), a cursor walks it step by step, and a per-API encoder
+//! turns each step into the events that API sends (SSE events, or Bedrock's binary
+//! event-stream messages). Events are produced lazily, one at a time, so a reply of ten
+//! thousand deltas never exists as one big buffer.
 
 mod anthropic;
+mod bedrock;
 mod google;
 mod openai_completions;
 mod openai_responses;
@@ -217,9 +219,12 @@ fn following(step: Step, blocks: &[PlannedBlock]) -> Option<Step> {
     })
 }
 
-/// Turns steps into one API's SSE events.
+/// Turns steps into one API's events.
 pub(crate) trait Encoder: Send {
     fn encode(&mut self, plan: &Plan, step: Step, out: &mut VecDeque<Bytes>);
+    /// The API's own error event inside a stream that has started (an `ErrorEventAfter`
+    /// fault).
+    fn error_event(&mut self, plan: &Plan) -> Bytes;
 }
 
 /// The lazy event source for one response.
@@ -235,8 +240,11 @@ impl Events {
         let encoder: Box<dyn Encoder> = match plan.ctx.api {
             Api::AnthropicMessages => Box::new(anthropic::Anthropic),
             Api::OpenAiCompletions => Box::new(openai_completions::Completions::new(&plan)),
-            Api::OpenAiResponses => Box::new(openai_responses::Responses::default()),
-            Api::GoogleGenerativeAi => Box::new(google::Google::default()),
+            Api::OpenAiResponses | Api::AzureOpenAiResponses => {
+                Box::new(openai_responses::Responses::default())
+            }
+            Api::GoogleGenerativeAi | Api::GoogleVertex => Box::new(google::Google::default()),
+            Api::BedrockConverseStream => Box::new(bedrock::Bedrock::default()),
         };
         Self {
             plan,
@@ -246,7 +254,12 @@ impl Events {
         }
     }
 
-    /// The next complete SSE event, or `None` when the reply is fully sent.
+    /// The API's in-stream error event.
+    pub(crate) fn error_event(&mut self) -> Bytes {
+        self.encoder.error_event(&self.plan)
+    }
+
+    /// The next complete event, or `None` when the reply is fully sent.
     pub(crate) fn next_event(&mut self) -> Option<Bytes> {
         loop {
             if let Some(event) = self.queue.pop_front() {
@@ -282,6 +295,8 @@ pub(crate) fn data_event(data: &str) -> Bytes {
 enum Cut {
     Drop(usize),
     Stall(usize),
+    /// The API's error event, then a clean end.
+    Error(usize),
 }
 
 /// How long a dropped stream waits before breaking, so the events already handed to hyper
@@ -306,7 +321,7 @@ struct BodyState {
 }
 
 /// The streaming response body for `plan`, honouring the reply's chunk delay and a
-/// `DropAfter`/`StallAfter` fault. Ends with an error (which makes hyper abort the
+/// `DropAfter`/`StallAfter`/`ErrorEventAfter` fault. Ends with an error (which makes hyper abort the
 /// connection instead of finishing the chunked body) when dropped, or on server shutdown.
 pub(crate) fn sse_body(
     plan: Plan,
@@ -317,6 +332,7 @@ pub(crate) fn sse_body(
     let cut = match fault {
         Some(Fault::DropAfter { events }) => Some(Cut::Drop(*events)),
         Some(Fault::StallAfter { events }) => Some(Cut::Stall(*events)),
+        Some(Fault::ErrorEventAfter { events }) => Some(Cut::Error(*events)),
         _ => None,
     };
     let state = BodyState {
@@ -332,7 +348,7 @@ pub(crate) fn sse_body(
             return None;
         }
         let cut_now = match s.cut {
-            Some(Cut::Drop(n) | Cut::Stall(n)) => s.sent >= n,
+            Some(Cut::Drop(n) | Cut::Stall(n) | Cut::Error(n)) => s.sent >= n,
             None => false,
         };
         let next = if cut_now {
@@ -359,7 +375,7 @@ pub(crate) fn sse_body(
                 // event made the mock, not the client, the bottleneck of streaming benchmarks.
                 let mut frame = bytes::BytesMut::from(event.as_ref());
                 while frame.len() < 64 * 1024 {
-                    if let Some(Cut::Drop(n) | Cut::Stall(n)) = s.cut
+                    if let Some(Cut::Drop(n) | Cut::Stall(n) | Cut::Error(n)) = s.cut
                         && s.sent >= n
                     {
                         break;
@@ -373,6 +389,10 @@ pub(crate) fn sse_body(
                 Some((Ok(frame.freeze()), s))
             }
             (None, None) => None,
+            (None, Some(Cut::Error(_))) => {
+                s.finished = true;
+                Some((Ok(s.events.error_event()), s))
+            }
             // A cut past the reply's last event still cuts: the body never ends cleanly.
             (None, Some(Cut::Drop(_))) => {
                 tokio::select! {

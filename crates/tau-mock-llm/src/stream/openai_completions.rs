@@ -58,6 +58,13 @@ fn chunk(plan: &Plan, delta: Value, finish: Option<&str>) -> Bytes {
 }
 
 impl Encoder for Completions {
+    fn error_event(&mut self, _plan: &Plan) -> Bytes {
+        let error = json!({"error": {
+            "message": "The server had an error while processing your request.",
+            "type": "server_error", "param": null, "code": null}});
+        data_event(&error.to_string())
+    }
+
     fn encode(&mut self, plan: &Plan, step: Step, out: &mut VecDeque<Bytes>) {
         match step {
             Step::Begin => {

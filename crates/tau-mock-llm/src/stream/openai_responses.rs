@@ -94,6 +94,18 @@ impl Responses {
 }
 
 impl Encoder for Responses {
+    fn error_event(&mut self, _plan: &Plan) -> Bytes {
+        let mut out = VecDeque::new();
+        self.emit(
+            &mut out,
+            "error",
+            json!({"code": "server_error",
+                   "message": "The server had an error while processing your request.",
+                   "param": null}),
+        );
+        out.pop_front().unwrap_or_default()
+    }
+
     fn encode(&mut self, plan: &Plan, step: Step, out: &mut VecDeque<Bytes>) {
         match step {
             Step::Begin => {

@@ -61,7 +61,7 @@ fn assert_shape(
 ) {
     assert_eq!(f.content_type, "application/json");
     let v = f.json();
-    match api {
+    match api.stream_format() {
         Api::AnthropicMessages => {
             assert_eq!(v["type"], "error");
             assert_eq!(v["error"]["type"], anthropic_type);
@@ -77,13 +77,14 @@ fn assert_shape(
             assert_eq!(v["error"]["status"], google_status);
             assert!(v["error"]["message"].is_string());
         }
+        other => panic!("{other} has no JSON error shape of these three"),
     }
 }
 
 #[tokio::test]
 async fn overloaded_is_529_on_anthropic_and_503_elsewhere() {
     let server = MockServer::start().await.unwrap();
-    for api in Api::ALL {
+    for api in Api::SSE {
         let f = fail(&server, api, Fault::Overloaded).await;
         let want = if api == Api::AnthropicMessages {
             529
@@ -104,7 +105,7 @@ async fn overloaded_is_529_on_anthropic_and_503_elsewhere() {
 #[tokio::test]
 async fn rate_limits_are_429_with_retry_after() {
     let server = MockServer::start().await.unwrap();
-    for api in Api::ALL {
+    for api in Api::SSE {
         let f = fail(
             &server,
             api,
@@ -122,14 +123,14 @@ async fn rate_limits_are_429_with_retry_after() {
             "requests",
             "RESOURCE_EXHAUSTED",
         );
-        match api {
+        match api.stream_format() {
             Api::OpenAiCompletions | Api::OpenAiResponses => {
                 assert_eq!(f.json()["error"]["code"], "rate_limit_exceeded");
             }
             Api::GoogleGenerativeAi => {
                 assert_eq!(f.json()["error"]["details"][0]["retryDelay"], "7s");
             }
-            Api::AnthropicMessages => {}
+            _ => {}
         }
         let f = fail(&server, api, Fault::RateLimited { retry_after: None }).await;
         assert_eq!((f.status, f.retry_after), (429, None));
@@ -139,7 +140,7 @@ async fn rate_limits_are_429_with_retry_after() {
 #[tokio::test]
 async fn server_errors_and_unavailability() {
     let server = MockServer::start().await.unwrap();
-    for api in Api::ALL {
+    for api in Api::SSE {
         let f = fail(&server, api, Fault::ServerError).await;
         assert_eq!(f.status, 500, "{api}");
         assert_shape(api, &f, "api_error", "server_error", "INTERNAL");
@@ -152,7 +153,7 @@ async fn server_errors_and_unavailability() {
 #[tokio::test]
 async fn context_overflow_uses_each_api_wording() {
     let server = MockServer::start().await.unwrap();
-    for api in Api::ALL {
+    for api in Api::SSE {
         let f = fail(&server, api, Fault::ContextOverflow).await;
         assert_eq!(f.status, 400, "{api}");
         assert_shape(
@@ -163,7 +164,7 @@ async fn context_overflow_uses_each_api_wording() {
             "INVALID_ARGUMENT",
         );
         let message = f.message();
-        match api {
+        match api.stream_format() {
             Api::AnthropicMessages => {
                 assert_eq!(
                     message,
@@ -190,6 +191,7 @@ async fn context_overflow_uses_each_api_wording() {
                 message,
                 "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."
             ),
+            other => panic!("{other} does not stream SSE"),
         }
     }
 }
@@ -224,7 +226,7 @@ async fn raw_http_faults_send_their_body_verbatim() {
     .await;
     assert_eq!((f.status, f.body.as_str()), (401, r#"{"custom":true}"#));
     assert_eq!(f.content_type, "application/json");
-    for api in Api::ALL {
+    for api in Api::SSE {
         let f = fail(
             &server,
             api,
@@ -244,12 +246,16 @@ async fn raw_http_faults_send_their_body_verbatim() {
 #[tokio::test]
 async fn an_empty_script_fails_with_500() {
     let server = MockServer::start().await.unwrap();
-    for api in Api::ALL {
+    for api in Api::SSE {
         let f = request_failure(&server, api).await;
         assert_eq!(f.status, 500, "{api}");
         assert_eq!(f.message(), "mock script exhausted");
     }
-    assert_eq!(server.requests().len(), 4, "failed requests are logged too");
+    assert_eq!(
+        server.requests().len(),
+        Api::SSE.len(),
+        "failed requests are logged too"
+    );
 }
 
 #[tokio::test]
@@ -315,6 +321,7 @@ async fn raw_exchange(
     let mut socket = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
     let head = format!(
         "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         api-key: test-key\r\nauthorization: Bearer test-token\r\n\
          content-length: {}\r\n\r\n",
         body.len()
     );
@@ -341,7 +348,7 @@ async fn raw_exchange(
 #[tokio::test]
 async fn drop_after_closes_the_connection_mid_body() {
     let server = MockServer::start().await.unwrap();
-    for api in Api::ALL {
+    for api in Api::SSE {
         server.push(
             Reply::text("abcdefghijklmnopqrstuvwxyz")
                 .chunk_size(2)
@@ -361,7 +368,7 @@ async fn drop_after_closes_the_connection_mid_body() {
         assert_eq!(count_events(&raw), 3, "{api}: {raw}");
     }
     // A client sees a body error, after exactly the scripted events.
-    for api in Api::ALL {
+    for api in Api::SSE {
         server.push(
             Reply::text("abcdefghijklmnopqrstuvwxyz")
                 .chunk_size(2)
@@ -401,7 +408,7 @@ async fn drop_past_the_end_sends_everything_but_never_finishes() {
 #[tokio::test]
 async fn stall_after_goes_quiet_but_keeps_the_connection() {
     let server = MockServer::start().await.unwrap();
-    for api in Api::ALL {
+    for api in Api::SSE {
         server.push(
             Reply::text("abcdefghijklmnopqrstuvwxyz")
                 .chunk_size(2)

@@ -7,6 +7,7 @@
 )]
 
 mod cli;
+mod cloud;
 mod control;
 mod faults;
 mod streams;

@@ -19,6 +19,22 @@ pub fn client() -> reqwest::Client {
 /// encrypted reasoning where the API needs asking.
 pub fn request(api: Api, user: &str) -> (String, Value) {
     match api {
+        Api::AzureOpenAiResponses => {
+            let (_, body) = request(Api::OpenAiResponses, user);
+            ("/openai/v1/responses?api-version=v1".into(), body)
+        }
+        Api::GoogleVertex => {
+            let (_, body) = request(Api::GoogleGenerativeAi, user);
+            (
+                "/v1/projects/mock-project/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse".into(),
+                body,
+            )
+        }
+        Api::BedrockConverseStream => (
+            "/model/anthropic.claude-sonnet-4-5%3A0/converse-stream".into(),
+            json!({"messages": [{"role": "user", "content": [{"text": user}]}],
+                   "inferenceConfig": {"maxTokens": 1024}}),
+        ),
         Api::AnthropicMessages => (
             "/v1/messages".into(),
             json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": true,
@@ -45,15 +61,20 @@ pub fn model_of(api: Api) -> &'static str {
     match api {
         Api::AnthropicMessages => "claude-sonnet-4-5",
         Api::OpenAiCompletions => "gpt-4o",
-        Api::OpenAiResponses => "gpt-5",
-        Api::GoogleGenerativeAi => "gemini-2.5-flash",
+        Api::OpenAiResponses | Api::AzureOpenAiResponses => "gpt-5",
+        Api::GoogleGenerativeAi | Api::GoogleVertex => "gemini-2.5-flash",
+        Api::BedrockConverseStream => "anthropic.claude-sonnet-4-5:0",
     }
 }
 
+/// Posts `body` as JSON with credentials of every kind the mock looks for when it is not
+/// told to check them (Azure's `api-key`, a bearer token for Vertex, Bedrock's bearer key).
 pub async fn post(base: &str, path: &str, body: &Value) -> reqwest::Response {
     client()
         .post(format!("{base}{path}"))
         .header("content-type", "application/json")
+        .header("api-key", "test-key")
+        .header("authorization", "Bearer test-token")
         .body(body.to_string())
         .send()
         .await
@@ -126,7 +147,7 @@ pub struct Decoded {
 pub fn decode(api: Api, body: &str) -> Decoded {
     let events = parse_sse(body);
     let mut d = Decoded::default();
-    match api {
+    match api.stream_format() {
         Api::AnthropicMessages => {
             let mut calls: BTreeMap<u64, (String, String, String)> = BTreeMap::new();
             for e in &events {
@@ -268,6 +289,7 @@ pub fn decode(api: Api, body: &str) -> Decoded {
                 }
             }
         }
+        other => panic!("{other} does not stream SSE"),
     }
     d
 }
@@ -296,7 +318,7 @@ pub fn collapsed(names: impl IntoIterator<Item = String>) -> Vec<String> {
 /// The body of a request to `api` that returns `tool_output` for the previous bash call.
 pub fn tool_result_request(api: Api, tool_output: &str) -> (String, Value) {
     let (path, mut body) = request(api, "please list files");
-    match api {
+    match api.stream_format() {
         Api::AnthropicMessages => {
             body["tools"] = json!([{"name": "bash", "input_schema": {"type": "object"}}]);
             let messages = body["messages"].as_array_mut().unwrap();
@@ -331,6 +353,14 @@ pub fn tool_result_request(api: Api, tool_output: &str) -> (String, Value) {
             contents.push(json!({"role": "user", "parts": [
                 {"functionResponse": {"name": "bash", "response": {"output": tool_output}}}]}));
         }
+        _ => {
+            body["toolConfig"] = json!({"tools": [{"toolSpec": {"name": "bash"}}]});
+            let messages = body["messages"].as_array_mut().unwrap();
+            messages.push(json!({"role": "assistant", "content": [
+                {"toolUse": {"toolUseId": "tooluse_1", "name": "bash", "input": {}}}]}));
+            messages.push(json!({"role": "user", "content": [{"toolResult": {
+                "toolUseId": "tooluse_1", "content": [{"text": tool_output}], "status": "success"}}]}));
+        }
     }
     (path, body)
 }
@@ -338,12 +368,17 @@ pub fn tool_result_request(api: Api, tool_output: &str) -> (String, Value) {
 /// `api`'s request for `user`, offering a `bash` tool.
 pub fn request_with_bash(api: Api, user: &str) -> (String, Value) {
     let (path, mut body) = request(api, user);
-    body["tools"] = match api {
+    let tools = match api.stream_format() {
         Api::AnthropicMessages => json!([{"name": "bash", "input_schema": {"type": "object"}}]),
         Api::OpenAiCompletions => json!([{"type": "function", "function": {"name": "bash"}}]),
         Api::OpenAiResponses => json!([{"type": "function", "name": "bash"}]),
         Api::GoogleGenerativeAi => json!([{"functionDeclarations": [{"name": "bash"}]}]),
+        _ => {
+            body["toolConfig"] = json!({"tools": [{"toolSpec": {"name": "bash"}}]});
+            return (path, body);
+        }
     };
+    body["tools"] = tools;
     (path, body)
 }
 

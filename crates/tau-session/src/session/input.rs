@@ -15,6 +15,25 @@ use crate::extension_hooks::{self, InputOutcome};
 use crate::mcp::McpServers;
 use crate::workspace::Workspace;
 
+/// A key stored since the session read its files (`/login` in the terminal, pi in another
+/// terminal) counts from the next prompt or model listing on, as in pi; a session that
+/// started with no model takes the default the keys now allow, recorded and announced as any
+/// model change is. Nothing happens while the current model has its key.
+pub async fn pick_up_credentials(session: &mut AgentSession) {
+    let before = session.models.choice();
+    let settings = session.preferences.settings();
+    let (provider, model) = (
+        settings.get::<String>("defaultProvider"),
+        settings.get::<String>("defaultModel"),
+    );
+    if let Some(changed) = session
+        .models
+        .pick_up_credentials(provider.as_deref(), model.as_deref())
+    {
+        session.record_choice(changed, before, "set").await;
+    }
+}
+
 /// Who sent a message: the `source` of pi's `input` event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputSource {
@@ -129,6 +148,7 @@ impl AgentSession {
                 self.events.emit(update).await;
                 PromptOutcome::Queued
             } else {
+                pick_up_credentials(self).await;
                 self.models.check_credentials()?;
                 PromptOutcome::Start(Box::new(Launch {
                     prompt: user_message(text, images),

@@ -15,10 +15,18 @@ use super::responses::Pending;
 use super::{App, file_name};
 use crate::transcript::NoticeKind;
 
-/// The built-in slash commands, with what they do (for completion and `/hotkeys`).
+/// The built-in slash commands, with what they do (for the list `/` opens, and completion).
 pub const COMMANDS: &[(&str, &str)] = &[
-    ("/model", "choose the model"),
-    ("/thinking", "set the thinking level: /thinking high"),
+    (
+        "/settings",
+        "change the queue, interrupt, compaction, retry, thinking and permission settings",
+    ),
+    ("/model", "choose the model (Ctrl+L)"),
+    (
+        "/scoped-models",
+        "the models Ctrl+P cycles through (enabledModels)",
+    ),
+    ("/thinking", "set the thinking level: /thinking [level]"),
     ("/new", "start a new session"),
     ("/resume", "open an earlier session of this folder"),
     ("/fork", "branch from an earlier message into a new session"),
@@ -33,8 +41,34 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/permissions",
         "what tools may do without asking: /permissions [ask|acceptEdits|plan|allowAll]",
     ),
-    ("/export", "write the session as HTML: /export [path]"),
+    (
+        "/export",
+        "write the session as HTML, or copy its file: /export [path.html|path.jsonl]",
+    ),
+    (
+        "/import",
+        "open a session file in place of this one: /import <file.jsonl>",
+    ),
+    (
+        "/share",
+        "share the session as a secret GitHub gist (needs gh)",
+    ),
     ("/copy", "copy the last answer to the clipboard"),
+    ("/clone", "copy this session as it stands into a new one"),
+    (
+        "/trust",
+        "whether this folder is trusted, and how to trust it",
+    ),
+    ("/login", "store a provider's API key in auth.json"),
+    ("/logout", "remove a provider's key from auth.json"),
+    (
+        "/changelog",
+        "tau's version and where its changes are listed",
+    ),
+    (
+        "/reload",
+        "read extensions, skills and settings again (not available yet)",
+    ),
     ("/hotkeys", "the keys"),
     ("/quit", "leave tau"),
 ];
@@ -49,8 +83,21 @@ pub const HOTKEYS: &[(&str, &str)] = &[
     ("Ctrl+O", "expand tool output and thinking"),
     ("Shift+Tab", "next thinking level"),
     ("Ctrl+P", "next model"),
+    ("Ctrl+L", "choose the model"),
+    ("Ctrl+T", "show or hide thinking"),
+    ("Ctrl+G", "edit the message in $VISUAL or $EDITOR"),
+    (
+        "Ctrl+V",
+        "attach an image from the clipboard (or paste an image's path)",
+    ),
+    ("Alt+Up", "queued messages back into the editor"),
+    ("Ctrl+Z", "suspend tau (fg brings it back)"),
     ("Up/Down", "history (first/last line)"),
     ("PageUp/PageDown", "scroll the conversation"),
+    (
+        "/",
+        "the commands, narrowed as you type (Up/Down, Tab, Enter, Esc)",
+    ),
     ("Tab", "complete a /command or @path"),
     (
         "!cmd",
@@ -76,6 +123,11 @@ impl App {
             self.editor.take();
             return;
         }
+        // Refused with the text kept in the editor, to be corrected.
+        if let Some(refusal) = self.unknown_command(&text) {
+            self.notice(refusal, NoticeKind::Warning);
+            return;
+        }
         if let Some(command) = text.strip_prefix('!') {
             self.editor.take();
             let (command, exclude) = match command.strip_prefix('!') {
@@ -93,30 +145,27 @@ impl App {
             self.notice(format!("$ {command}"), NoticeKind::Info);
             return;
         }
-        let message = self.editor.take();
-        let message = self.expand_pastes(message);
+        let typed = self.editor.take();
+        let message = self.expand_pastes(typed.clone());
+        let images = self.take_images(&message);
+        // Kept until the answer: a refused message goes back into the editor (issue 48).
+        let pending = Pending::Message(typed);
         let command = match (self.streaming, follow_up) {
             (false, _) => RpcCommand::Prompt(PromptCommand {
                 message,
-                images: None,
+                images,
                 streaming_behavior: None,
                 locale: None,
             }),
-            (true, false) => RpcCommand::Steer(QueueMessageCommand {
-                message,
-                images: None,
-            }),
-            (true, true) => RpcCommand::FollowUp(QueueMessageCommand {
-                message,
-                images: None,
-            }),
+            (true, false) => RpcCommand::Steer(QueueMessageCommand { message, images }),
+            (true, true) => RpcCommand::FollowUp(QueueMessageCommand { message, images }),
         };
-        self.send(command, Pending::Quiet);
+        self.send(command, pending);
     }
 
     /// Runs a built-in slash command; false when `command` is not one (then it goes to the
     /// session as a prompt: skills, templates and extension commands are expanded there).
-    fn builtin(&mut self, command: &str) -> bool {
+    pub(super) fn builtin(&mut self, command: &str) -> bool {
         let (name, arg) = command
             .split_once(char::is_whitespace)
             .map_or((command, ""), |(n, a)| (n, a.trim()));
@@ -143,7 +192,19 @@ impl App {
                 );
                 self.footer.session_name = Some(arg.to_string());
             }
+            "name" => self.notice(
+                match &self.footer.session_name {
+                    Some(name) => format!("The session is named {name}. /name <text> renames it"),
+                    None => "Usage: /name <text> names the session".to_string(),
+                },
+                NoticeKind::Info,
+            ),
             "session" => self.send(RpcCommand::GetSessionStats(NoFields {}), Pending::ShowStats),
+            // pi's other export: the session file itself, copied.
+            "export" if arg.ends_with(".jsonl") => self.send(
+                RpcCommand::GetState(NoFields {}),
+                Pending::Action(super::builtins::Then::ExportJsonl(arg.to_string())),
+            ),
             "export" => self.send(
                 RpcCommand::ExportHtml(ExportHtmlCommand { output_path: given }),
                 Pending::Export,
@@ -176,6 +237,10 @@ impl App {
                 }
                 Err(e) => self.notice(e.to_string(), NoticeKind::Error),
             },
+            "thinking" => self.send(
+                RpcCommand::GetAvailableThinkingLevels(NoFields {}),
+                Pending::ThinkingPicker,
+            ),
             "fork" => self.send(
                 RpcCommand::GetForkMessages(NoFields {}),
                 Pending::ForkPicker,
@@ -205,13 +270,10 @@ impl App {
                         text.push_str(&format!("  {key:<22} {}\n", file_name(extension)));
                     }
                 }
-                text.push_str("Commands:\n");
-                for (command, what) in COMMANDS {
-                    text.push_str(&format!("  {command:<22} {what}\n"));
-                }
+                // The commands are not repeated here: `/` lists them with what they do.
                 self.notice(text.trim_end().to_string(), NoticeKind::Info);
             }
-            _ => return false,
+            _ => return self.more_builtin(name, arg),
         }
         true
     }
@@ -230,7 +292,7 @@ impl App {
     }
 
     /// The editor's text with each paste marker replaced by what was pasted.
-    fn expand_pastes(&mut self, text: String) -> String {
+    pub(super) fn expand_pastes(&mut self, text: String) -> String {
         let mut text = text;
         for (i, paste) in self.pastes.iter().enumerate() {
             let lines = paste.lines().count();

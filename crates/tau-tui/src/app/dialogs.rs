@@ -11,6 +11,7 @@ use tau_protocol::rpc::{
 use tau_protocol::{PermissionMode, PermissionOutcome, ThinkingLevel};
 
 use super::App;
+use super::builtins::{Secret, Setting};
 use super::responses::Pending;
 use crate::editor::Editor;
 use crate::transcript::NoticeKind;
@@ -59,6 +60,20 @@ pub enum Purpose {
     Permission(String),
     /// `/permissions`: the modes offered.
     PermissionMode,
+    /// `/settings`: the settings offered, with their values now.
+    Settings(Vec<(Setting, String)>),
+    /// `/settings`, a setting chosen: its values offered.
+    SettingValue(Setting),
+    /// `/login`: the providers offered; the row after them asks for a name.
+    LoginProvider(Vec<String>),
+    /// `/login`, another provider: its name being typed.
+    LoginProviderName,
+    /// `/login`: the key being typed for `provider`, kept here and shown as dots.
+    LoginKey { provider: String, key: Secret },
+    /// `/logout`: the providers `auth.json` names.
+    Logout(Vec<String>),
+    /// `/import`: the session file to open, once confirmed.
+    Import(std::path::PathBuf),
 }
 
 /// The answers to a permission request, in the order the dialog offers them.
@@ -70,7 +85,7 @@ const PERMISSION_ANSWERS: [(PermissionOutcome, bool); 4] = [
 ];
 
 /// How a dialog was closed.
-enum Answer {
+pub(super) enum Answer {
     Cancelled,
     /// An option chosen or a text entered.
     Value(String),
@@ -157,6 +172,41 @@ impl App {
             return;
         };
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if let Dialog {
+            body: DialogBody::Input { editor, .. },
+            purpose: Purpose::LoginKey { key: secret, .. },
+            ..
+        } = dialog
+        {
+            // The key goes to the secret, a dot per character to the screen; the cursor stays
+            // at the end, as nothing shown could be edited in place.
+            match key.code {
+                KeyCode::Char(ch) if !ctrl => {
+                    secret.push(ch.encode_utf8(&mut [0; 4]));
+                    editor.insert_char('•');
+                    return;
+                }
+                KeyCode::Backspace => {
+                    secret.pop();
+                    editor.backspace();
+                    return;
+                }
+                KeyCode::Enter => {
+                    if let Some(Dialog {
+                        purpose: Purpose::LoginKey { provider, key },
+                        ..
+                    }) = self.dialog.take()
+                    {
+                        self.save_key(&provider, key);
+                    }
+                    self.next_permission();
+                    return;
+                }
+                KeyCode::Esc => {}
+                KeyCode::Char('c') if ctrl => {}
+                _ => return,
+            }
+        }
         let answer: Option<Answer> = match &mut dialog.body {
             DialogBody::Select { options, selected } => match key.code {
                 KeyCode::Up => {
@@ -326,7 +376,7 @@ impl App {
                     self.send(RpcCommand::GetMessages(NoFields {}), Pending::History(None));
                 }
             }
-            _ => {}
+            other => self.on_builtin_dialog(other, answer, selected_index),
         }
         self.next_permission();
     }

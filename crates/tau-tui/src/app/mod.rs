@@ -7,11 +7,16 @@
 //! This module owns [`App`] itself, the commands it queues and the footer. The rest is split by
 //! what it reacts to: `records` (the server's events), `responses` (answers to the UI's own
 //! commands), `dialogs` (extension dialogs and the UI's pickers), `commands` (what the editor
-//! submits: slash commands, shell commands, completion, pastes) and `input` (keys and pastes).
+//! submits: slash commands, shell commands, completion, pastes), `builtins` (the built-in
+//! commands beyond the conversation's: settings, keys, trust, import, share…), `palette` (the
+//! list `/` opens, and which `/name` is a command) and `input` (keys and pastes, and the
+//! requests only the terminal layer can carry out).
 
+mod builtins;
 mod commands;
 mod dialogs;
 mod input;
+mod palette;
 mod records;
 mod responses;
 #[cfg(test)]
@@ -31,6 +36,8 @@ use crate::transcript::{NoticeKind, Transcript, View};
 pub use crate::text::shown_content;
 pub use commands::{COMMANDS, HOTKEYS, complete_path};
 pub use dialogs::{Dialog, DialogBody, Purpose};
+pub use input::{IMAGE_CAP, Request};
+pub use palette::{Palette, PaletteItem};
 pub use records::decode;
 use responses::Pending;
 
@@ -90,6 +97,14 @@ pub struct App {
     pub shortcuts: Vec<(String, String, String)>,
     /// Extension keys already refused (extension and key), so each is warned about once.
     refused_shortcuts: HashSet<String>,
+    /// The slash-command list's state (`palette`).
+    pub palette: Palette,
+    /// What the terminal layer is asked to do next (Ctrl+G, Ctrl+Z, Ctrl+V, `/share`).
+    pub request: Option<Request>,
+    /// Images for the next message, each with its marker in the editor.
+    images: Vec<(String, tau_protocol::ImageContent)>,
+    /// Where `auth.json`, `trust.json` and the user's `settings.json` are.
+    pub agent_dir: Option<PathBuf>,
 }
 
 impl App {
@@ -127,6 +142,10 @@ impl App {
             pastes: Vec::new(),
             shortcuts: Vec::new(),
             refused_shortcuts: HashSet::new(),
+            palette: Palette::default(),
+            request: None,
+            images: Vec::new(),
+            agent_dir: tau_store::paths::agent_dir(),
         };
         app.refresh_footer();
         app.refresh_registrations();
@@ -158,6 +177,24 @@ impl App {
 
     fn notice(&mut self, text: impl Into<String>, kind: NoticeKind) {
         self.transcript.notice(text, kind);
+        self.dirty = true;
+    }
+
+    /// What a new session shows first: the version and the keys and commands that matter first,
+    /// and, when no model can answer, why and the shortest ways on.
+    pub fn start_screen(&mut self, version: &str, no_model: Option<&str>) {
+        self.transcript.notice(
+            format!(
+                "tau {version}: Enter sends, Shift+Enter or Ctrl+J breaks the line, Esc stops \
+                 the reply, Ctrl+C twice quits.\n/ lists the commands, /model picks the model, \
+                 /resume opens an earlier session, /hotkeys shows every key."
+            ),
+            NoticeKind::Info,
+        );
+        if let Some(help) = no_model {
+            self.transcript
+                .notice(format!("Warning: {help}"), NoticeKind::Warning);
+        }
         self.dirty = true;
     }
 

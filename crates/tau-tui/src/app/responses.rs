@@ -46,10 +46,31 @@ pub(super) enum Pending {
     Commands,
     /// `get_shortcuts`: the keys extensions bound.
     Shortcuts,
+    /// The built-in commands of `builtins`.
+    Action(super::builtins::Then),
+    /// A prompt, steer or follow-up, with the text typed: refused, it is said why and the text
+    /// goes back into the editor, never lost.
+    Message(String),
     Quiet,
 }
 
 impl App {
+    /// A message the server refused: the reason, what to do when it is the missing key, and
+    /// the text back in the editor (after what is there now, if the user typed on).
+    fn refused(&mut self, error: &str, typed: String) {
+        let mut text = format!("Not sent: {error}");
+        if error.contains("API key") || error.contains("No model") {
+            text.push_str("\nType /login to store a key, or /model to pick another model.");
+        }
+        self.notice(text, NoticeKind::Error);
+        let now = self.editor.text().to_string();
+        if now.trim().is_empty() {
+            self.editor.set_text(&typed);
+        } else if !now.contains(&typed) {
+            self.editor.set_text(&format!("{typed}\n{now}"));
+        }
+    }
+
     pub(super) fn on_response(&mut self, response: Response) {
         let Some(pending) = response
             .id
@@ -60,8 +81,11 @@ impl App {
             return;
         };
         if !response.success {
-            if !matches!(pending, Pending::Quiet) {
-                self.notice(response.error.unwrap_or_default(), NoticeKind::Error);
+            let error = response.error.unwrap_or_default();
+            match pending {
+                Pending::Quiet => {}
+                Pending::Message(typed) => self.refused(&error, typed),
+                _ => self.notice(error, NoticeKind::Error),
             }
             return;
         }
@@ -340,14 +364,15 @@ impl App {
                     self.notice(text, NoticeKind::Info);
                 }
             }
-            Pending::Quiet => {}
+            Pending::Action(then) => self.on_action(then, &command, data),
+            Pending::Message(_) | Pending::Quiet => {}
         }
     }
 
     /// The `data` of a successful answer to `command` as its payload type; `None`, said as an
     /// error, when it is not of that shape (a bug on one side), so the user sees why nothing
     /// happened.
-    fn data<T: DeserializeOwned>(&mut self, command: &str, data: Value) -> Option<T> {
+    pub(super) fn data<T: DeserializeOwned>(&mut self, command: &str, data: Value) -> Option<T> {
         match serde_json::from_value(data) {
             Ok(data) => Some(data),
             Err(e) => {

@@ -598,3 +598,744 @@ fn permissions_command_sets_the_mode_and_the_footer_shows_it() {
     answer(&mut app, "get_state", state);
     assert_eq!(app.footer.permission_mode, None);
 }
+
+#[test]
+fn a_refused_prompt_is_said_and_goes_back_into_the_editor() {
+    let mut app = app();
+    type_text(&mut app, "hello there");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(app.editor.text(), "");
+    let sent = app.take_commands();
+    let prompt = sent.iter().find(|c| c["type"] == "prompt").expect("sent");
+    feed(
+        &mut app,
+        json!({"type": "response", "id": prompt["id"], "command": "prompt", "success": false,
+               "error": "No API key found for the selected model."}),
+    );
+    assert_eq!(app.editor.text(), "hello there");
+    assert!(
+        notices(&app)
+            .iter()
+            .any(|(text, kind)| *kind == NoticeKind::Error
+                && text.starts_with("Not sent: No API key found")
+                && text.contains("/login"))
+    );
+}
+
+#[test]
+fn the_start_screen_names_the_keys_and_says_when_no_model_can_answer() {
+    let mut app = app();
+    app.start_screen("9.9.9", Some("no model can answer yet: set a key"));
+    let shown = notices(&app);
+    assert!(
+        shown[0].0.starts_with("tau 9.9.9: Enter sends"),
+        "{shown:?}"
+    );
+    assert_eq!(shown[1].1, NoticeKind::Warning);
+    assert!(shown[1].0.contains("no model can answer yet"), "{shown:?}");
+    let mut app = super::tests::app();
+    app.start_screen("9.9.9", None);
+    assert_eq!(notices(&app).len(), 1);
+}
+
+// Issue 42: the slash-command list, the commands pi has, queued messages, pi's keys.
+
+fn ctrl(ch: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(ch), KeyModifiers::CONTROL)
+}
+
+/// An App whose session commands are known (`get_commands` answered) and whose agent
+/// directory and folder are temporary ones.
+fn app_in(dir: &std::path::Path) -> App {
+    let mut app = App::new(Theme::new(true), "~/p".into(), Vec::new());
+    answer(
+        &mut app,
+        "get_commands",
+        json!({"commands": [
+            {"name": "skill:review", "description": "Review the diff", "source": "skill"},
+            {"name": "deploy", "description": "Ship it", "source": "extension"},
+        ]}),
+    );
+    app.take_commands();
+    app.agent_dir = Some(dir.join("agent"));
+    app.cwd = dir.to_path_buf();
+    app
+}
+
+fn names(items: &[PaletteItem]) -> Vec<&str> {
+    items.iter().map(|i| i.name.as_str()).collect()
+}
+
+#[test]
+fn a_slash_lists_every_command_and_typing_narrows_the_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    assert!(app.palette_items().is_empty(), "closed before a /");
+    type_text(&mut app, "/");
+    let all = app.palette_items();
+    for name in [
+        "/settings",
+        "/model",
+        "/login",
+        "/logout",
+        "/trust",
+        "/import",
+        "/share",
+        "/clone",
+        "/changelog",
+        "/reload",
+        "/scoped-models",
+        "/quit",
+        "/skill:review",
+        "/deploy",
+    ] {
+        assert!(
+            names(&all).contains(&name),
+            "{name} listed: {:?}",
+            names(&all)
+        );
+    }
+    let review = all.iter().find(|i| i.name == "/skill:review").unwrap();
+    assert_eq!(review.description, "Review the diff");
+    type_text(&mut app, "log");
+    let narrowed = app.palette_items();
+    assert_eq!(names(&narrowed), ["/login", "/logout", "/changelog"]);
+    assert_eq!(app.palette_selected(&narrowed), 0);
+    app.on_key(key(KeyCode::Down));
+    app.on_key(key(KeyCode::Down));
+    assert_eq!(app.palette_selected(&app.palette_items()), 2);
+    app.on_key(key(KeyCode::Down));
+    assert_eq!(app.palette_selected(&app.palette_items()), 0, "wraps");
+    app.on_key(key(KeyCode::Up));
+    app.on_key(key(KeyCode::Tab));
+    assert_eq!(app.editor.text(), "/changelog ");
+    assert!(
+        app.palette_items().is_empty(),
+        "closed once the name is complete"
+    );
+    assert!(app.take_commands().is_empty(), "Tab only completes");
+}
+
+#[test]
+fn esc_closes_the_list_until_the_text_changes_and_up_is_history_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    app.editor = crate::editor::Editor::with_history(vec!["earlier".into()]);
+    type_text(&mut app, "/mo");
+    app.on_key(key(KeyCode::Esc));
+    assert!(app.palette_items().is_empty());
+    assert!(
+        app.take_commands().is_empty(),
+        "Esc closed the list, aborted nothing"
+    );
+    app.on_key(key(KeyCode::Up));
+    assert_eq!(
+        app.editor.text(),
+        "earlier",
+        "Up walks the history once closed"
+    );
+    app.editor.set_text("/mo");
+    type_text(&mut app, "d");
+    assert_eq!(names(&app.palette_items()), ["/model", "/scoped-models"]);
+}
+
+#[test]
+fn the_list_is_drawn_with_the_choice_marked_and_its_keys_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    type_text(&mut app, "/dep");
+    let lines: Vec<String> = crate::overlays::palette_lines(&app, 60)
+        .iter()
+        .map(crate::wrap::plain)
+        .collect();
+    assert!(lines[0].starts_with("› /deploy"), "{lines:?}");
+    assert!(lines[0].contains("Ship it"), "{lines:?}");
+    assert!(lines.last().unwrap().contains("Esc close"), "{lines:?}");
+    // With more commands than rows, it says where the choice is.
+    app.editor.clear();
+    type_text(&mut app, "/");
+    let lines = crate::overlays::palette_lines(&app, 60);
+    assert_eq!(lines.len(), crate::overlays::PALETTE_ROWS + 1);
+    assert!(
+        crate::wrap::plain(lines.last().unwrap())
+            .contains(&format!("1/{}", app.palette_items().len()))
+    );
+}
+
+#[test]
+fn enter_in_the_list_runs_the_chosen_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    type_text(&mut app, "/clo");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(app.editor.text(), "");
+    let sent = app.take_commands();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["type"], "clone");
+}
+
+#[test]
+fn an_unknown_command_is_refused_with_the_nearest_names_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    app.editor.set_text("/modle gpt");
+    app.on_key(key(KeyCode::Enter));
+    assert!(app.take_commands().is_empty(), "nothing sent to the model");
+    assert_eq!(app.editor.text(), "/modle gpt", "kept to be corrected");
+    let (said, kind) = notices(&app).pop().unwrap();
+    assert_eq!(kind, NoticeKind::Warning);
+    assert!(
+        said.starts_with("Unknown command /modle. Did you mean /model"),
+        "{said}"
+    );
+    // (With no space yet the list is open, and Enter takes its choice.)
+    app.editor.set_text("/deplyo now");
+    app.on_key(key(KeyCode::Enter));
+    assert!(app.take_commands().is_empty());
+    assert!(
+        notices(&app).pop().unwrap().0.contains("/deploy"),
+        "the session's commands too"
+    );
+}
+
+#[test]
+fn text_that_only_starts_with_a_slash_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    for text in [
+        "/usr/bin/env is missing",
+        "/ a slash alone",
+        "/tmp is full",
+        "/*comment*/ what is this",
+        "/skill:review the diff",
+        "/deploy now",
+    ] {
+        app.editor.set_text(text);
+        app.on_key(key(KeyCode::Enter));
+        let sent = app.take_commands();
+        assert_eq!(sent.len(), 1, "{text}: {sent:?}");
+        assert_eq!(sent[0]["type"], "prompt", "{text}");
+        assert_eq!(sent[0]["message"], text);
+    }
+    // Before the session's commands are known (a prompt given on the command line), a
+    // `/name` goes to the session, which knows them.
+    let mut fresh = app_at_start();
+    fresh.editor.set_text("/skill:unknown-yet");
+    fresh.submit(false);
+    assert_eq!(fresh.take_commands().last().unwrap()["type"], "prompt");
+}
+
+fn app_at_start() -> App {
+    App::new(Theme::new(true), "~/p".into(), Vec::new())
+}
+
+#[test]
+fn settings_change_each_setting_through_its_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = json!({
+        "model": null, "thinkingLevel": "medium", "isStreaming": false, "isCompacting": false,
+        "steeringMode": "one-at-a-time", "followUpMode": "all", "interruptMode": "wait",
+        "sessionId": "s", "autoCompactionEnabled": true, "autoRetryEnabled": false,
+        "messageCount": 0,
+    });
+    // The row, the moves in the values' list, and the command it sends.
+    let cases = [
+        (0, 1, json!({"type": "set_steering_mode", "mode": "all"})),
+        (
+            1,
+            1,
+            json!({"type": "set_follow_up_mode", "mode": "one-at-a-time"}),
+        ),
+        (
+            2,
+            1,
+            json!({"type": "set_interrupt_mode", "mode": "immediate"}),
+        ),
+        (
+            3,
+            1,
+            json!({"type": "set_auto_compaction", "enabled": false}),
+        ),
+        (4, 1, json!({"type": "set_auto_retry", "enabled": true})),
+    ];
+    for (row, moves, expected) in cases {
+        let mut app = app_in(dir.path());
+        type_text(&mut app, "/settings");
+        app.on_key(key(KeyCode::Enter));
+        answer(&mut app, "get_state", state.clone());
+        let Some(Dialog {
+            body: DialogBody::Select { options, .. },
+            ..
+        }) = &app.dialog
+        else {
+            panic!("the settings are listed");
+        };
+        assert_eq!(options.len(), 7);
+        assert_eq!(options[1], "Follow-up mode: all");
+        assert_eq!(options[4], "Auto-retry: off");
+        for _ in 0..row {
+            app.on_key(key(KeyCode::Down));
+        }
+        app.on_key(key(KeyCode::Enter));
+        for _ in 0..moves {
+            app.on_key(key(KeyCode::Down));
+        }
+        app.on_key(key(KeyCode::Enter));
+        let mut sent = app.take_commands().pop().expect("a command");
+        let id = sent.as_object_mut().unwrap().remove("id").unwrap();
+        assert_eq!(sent, expected, "row {row}");
+        feed(
+            &mut app,
+            json!({"type": "response", "id": id, "command": expected["type"], "success": true}),
+        );
+        assert!(
+            notices(&app).pop().unwrap().0.contains(": "),
+            "said once taken"
+        );
+    }
+    // The thinking level and the permission mode open their own pickers.
+    let mut app = app_in(dir.path());
+    type_text(&mut app, "/settings");
+    app.on_key(key(KeyCode::Enter));
+    answer(&mut app, "get_state", state);
+    for _ in 0..5 {
+        app.on_key(key(KeyCode::Down));
+    }
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_commands()[0]["type"],
+        "get_available_thinking_levels"
+    );
+}
+
+#[test]
+fn login_stores_the_key_unseen_in_auth_json_and_logout_removes_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    let agent = dir.path().join("agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::write(
+        agent.join("auth.json"),
+        r#"{"other": {"type": "api_key", "key": "!pass other"}}"#,
+    )
+    .unwrap();
+    type_text(&mut app, "/login");
+    app.on_key(key(KeyCode::Enter));
+    let model = json!({"id": "m", "name": "m", "api": "openai-completions", "provider": "mock",
+        "baseUrl": "http://x", "reasoning": false, "input": ["text"],
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "contextWindow": 1000, "maxTokens": 100});
+    answer(&mut app, "get_available_models", json!({"models": [model]}));
+    let Some(Dialog {
+        body: DialogBody::Select { options, .. },
+        ..
+    }) = &app.dialog
+    else {
+        panic!("the providers are offered");
+    };
+    assert_eq!(options[0], "mock");
+    assert!(
+        options
+            .iter()
+            .any(|o| o == "anthropic (or $ANTHROPIC_API_KEY)"),
+        "{options:?}"
+    );
+    assert!(options.last().unwrap().starts_with("Another provider"));
+    app.on_key(key(KeyCode::Enter));
+    type_text(&mut app, "sk-secret-1");
+    app.on_paste("23\n");
+    let Some(Dialog {
+        body: DialogBody::Input { editor, .. },
+        title,
+        ..
+    }) = &app.dialog
+    else {
+        panic!("the key is asked for");
+    };
+    assert!(title.contains("mock"), "{title}");
+    assert_eq!(editor.text(), "•".repeat(13), "dots, never the key");
+    assert!(
+        !format!("{:?}", app.dialog).contains("sk-secret"),
+        "nor in Debug"
+    );
+    app.on_key(key(KeyCode::Backspace));
+    app.on_key(key(KeyCode::Enter));
+    assert!(app.dialog.is_none());
+    let auth: Value =
+        serde_json::from_str(&std::fs::read_to_string(agent.join("auth.json")).unwrap()).unwrap();
+    assert_eq!(
+        auth,
+        json!({"other": {"type": "api_key", "key": "!pass other"},
+               "mock": {"type": "api_key", "key": "sk-secret-12"}})
+    );
+    let mode = std::fs::metadata(agent.join("auth.json"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let shown = notices(&app);
+    assert!(
+        shown.iter().all(|(text, _)| !text.contains("sk-secret")),
+        "{shown:?}"
+    );
+    assert!(
+        shown
+            .last()
+            .unwrap()
+            .0
+            .starts_with("Saved the API key for mock")
+    );
+    assert!(
+        app.editor
+            .history()
+            .iter()
+            .all(|h| !h.contains("sk-secret"))
+    );
+
+    type_text(&mut app, "/logout");
+    app.on_key(key(KeyCode::Enter));
+    let Some(Dialog {
+        body: DialogBody::Select { options, .. },
+        ..
+    }) = &app.dialog
+    else {
+        panic!("the stored keys are offered");
+    };
+    assert_eq!(options, &["other", "mock"]);
+    app.on_key(key(KeyCode::Down));
+    app.on_key(key(KeyCode::Enter));
+    let auth: Value =
+        serde_json::from_str(&std::fs::read_to_string(agent.join("auth.json")).unwrap()).unwrap();
+    assert_eq!(
+        auth,
+        json!({"other": {"type": "api_key", "key": "!pass other"}})
+    );
+}
+
+#[test]
+fn login_to_a_provider_typed_by_name_and_never_over_a_broken_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    type_text(&mut app, "/login");
+    app.on_key(key(KeyCode::Enter));
+    answer(&mut app, "get_available_models", json!({"models": []}));
+    app.on_key(key(KeyCode::Up));
+    app.on_key(key(KeyCode::Enter));
+    type_text(&mut app, "my-proxy");
+    app.on_key(key(KeyCode::Enter));
+    type_text(&mut app, "k1");
+    app.on_key(key(KeyCode::Enter));
+    let path = dir.path().join("agent/auth.json");
+    let auth: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(auth, json!({"my-proxy": {"type": "api_key", "key": "k1"}}));
+    // A file that does not parse is left alone, and it is said.
+    std::fs::write(&path, "{not json").unwrap();
+    type_text(&mut app, "/login");
+    app.on_key(key(KeyCode::Enter));
+    answer(&mut app, "get_available_models", json!({"models": []}));
+    app.on_key(key(KeyCode::Enter));
+    type_text(&mut app, "k2");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "{not json");
+    let (said, kind) = notices(&app).pop().unwrap();
+    assert_eq!(kind, NoticeKind::Error);
+    assert!(
+        said.contains("does not parse") && !said.contains("k2"),
+        "{said}"
+    );
+}
+
+#[test]
+fn the_other_new_commands_send_their_commands_or_say_what_there_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    let agent = dir.path().join("agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    let run = |app: &mut App, text: &str| {
+        app.editor.set_text(text);
+        app.submit(false);
+    };
+    run(&mut app, "/changelog");
+    let said = notices(&app).pop().unwrap().0;
+    assert!(
+        said.starts_with(&format!("tau {}.", env!("CARGO_PKG_VERSION"))),
+        "{said}"
+    );
+    assert!(said.contains("No changelog is bundled"), "{said}");
+    run(&mut app, "/reload");
+    assert!(
+        notices(&app)
+            .pop()
+            .unwrap()
+            .0
+            .starts_with("/reload is not available yet")
+    );
+
+    std::fs::write(
+        agent.join("settings.json"),
+        r#"{"enabledModels": ["anthropic/*", "openai/gpt-5*"]}"#,
+    )
+    .unwrap();
+    run(&mut app, "/scoped-models");
+    let said = notices(&app).pop().unwrap().0;
+    assert!(said.contains("anthropic/*, openai/gpt-5*"), "{said}");
+    assert!(
+        said.contains(&agent.join("settings.json").display().to_string()),
+        "{said}"
+    );
+
+    run(&mut app, "/trust");
+    assert!(
+        notices(&app)
+            .pop()
+            .unwrap()
+            .0
+            .contains("no decision saved in trust.json")
+    );
+    let cwd = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(
+        agent.join("trust.json"),
+        json!({cwd.parent().unwrap().display().to_string(): true}).to_string(),
+    )
+    .unwrap();
+    run(&mut app, "/trust");
+    let said = notices(&app).pop().unwrap().0;
+    assert!(said.contains("trusted, as"), "{said}");
+    assert!(said.contains("--approve"), "{said}");
+
+    run(&mut app, "/name");
+    assert!(notices(&app).pop().unwrap().0.starts_with("Usage: /name"));
+    assert!(
+        app.take_commands().is_empty(),
+        "none of these asked the server"
+    );
+
+    run(&mut app, "/thinking");
+    assert_eq!(
+        app.take_commands()[0]["type"],
+        "get_available_thinking_levels"
+    );
+
+    run(&mut app, "/clone");
+    answer(&mut app, "clone", json!({"cancelled": false}));
+    let sent = app.take_commands();
+    assert_eq!(sent[0]["type"], "get_messages", "the new session is shown");
+
+    run(&mut app, "/share");
+    let sent = app.take_commands();
+    assert_eq!(sent[0]["type"], "export_html");
+    let path = sent[0]["outputPath"].as_str().unwrap().to_string();
+    assert!(path.ends_with("session.html"), "{path}");
+    feed(
+        &mut app,
+        json!({"type": "response", "id": sent[0]["id"], "command": "export_html", "success": true,
+               "data": {"path": path}}),
+    );
+    assert_eq!(app.request, Some(Request::Share(path.clone().into())));
+    let _ = std::fs::remove_dir(std::path::Path::new(&path).parent().unwrap());
+}
+
+#[test]
+fn import_copies_the_file_into_the_sessions_and_switches_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    let sessions = dir.path().join("sessions");
+    app.session_dir = Some(sessions.clone());
+    std::fs::write(dir.path().join("old.jsonl"), "{}\n").unwrap();
+    app.editor.set_text("/import missing.jsonl");
+    app.submit(false);
+    assert!(
+        notices(&app)
+            .pop()
+            .unwrap()
+            .0
+            .starts_with("No session file at")
+    );
+    app.editor.set_text("/import old.jsonl");
+    app.submit(false);
+    assert!(matches!(
+        app.dialog,
+        Some(Dialog {
+            body: DialogBody::Confirm { .. },
+            ..
+        })
+    ));
+    assert!(
+        app.take_commands().is_empty(),
+        "nothing before the confirmation"
+    );
+    app.on_key(key(KeyCode::Char('y')));
+    let sent = app.take_commands();
+    assert_eq!(sent[0]["type"], "switch_session");
+    assert_eq!(
+        sent[0]["sessionPath"],
+        sessions.join("old.jsonl").display().to_string()
+    );
+    assert_eq!(
+        std::fs::read_to_string(sessions.join("old.jsonl")).unwrap(),
+        "{}\n"
+    );
+    assert!(
+        dir.path().join("old.jsonl").exists(),
+        "the file given stays"
+    );
+}
+
+#[test]
+fn queued_messages_are_listed_and_alt_up_takes_them_back() {
+    let mut app = app();
+    assert!(crate::overlays::queued_lines(&app, 80).is_empty());
+    feed(
+        &mut app,
+        json!({"type": "queue_update", "steering": ["use tabs"], "followUp": ["then run the tests"]}),
+    );
+    let lines: Vec<String> = crate::overlays::queued_lines(&app, 80)
+        .iter()
+        .map(crate::wrap::plain)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "Steering: use tabs",
+            "Follow-up: then run the tests",
+            "↳ Alt+Up takes them back into the editor",
+        ]
+    );
+    type_text(&mut app, "draft");
+    app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::ALT));
+    answer(
+        &mut app,
+        "clear_queue",
+        json!({"steering": ["use tabs"], "followUp": ["then run the tests"]}),
+    );
+    assert_eq!(app.editor.text(), "use tabs\n\nthen run the tests\n\ndraft");
+    assert!(crate::overlays::queued_lines(&app, 80).is_empty());
+    app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::ALT));
+    answer(
+        &mut app,
+        "clear_queue",
+        json!({"steering": [], "followUp": []}),
+    );
+    assert!(
+        notices(&app)
+            .pop()
+            .unwrap()
+            .0
+            .starts_with("No queued messages")
+    );
+}
+
+#[test]
+fn ctrl_g_asks_for_the_editor_with_the_whole_text_and_takes_its_result() {
+    let mut app = app();
+    let pasted: String = (1..=12).map(|i| format!("l{i}\n")).collect();
+    type_text(&mut app, "see ");
+    app.on_paste(&pasted);
+    app.on_key(ctrl('g'));
+    assert_eq!(app.request, Some(Request::Edit(format!("see {pasted}"))));
+    app.request = None;
+    app.edited("rewritten\n");
+    assert_eq!(app.editor.text(), "rewritten");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(app.take_commands()[0]["message"], "rewritten");
+}
+
+#[test]
+fn ctrl_z_and_ctrl_v_are_requests_and_an_image_goes_with_the_next_message() {
+    let mut app = app();
+    app.on_key(ctrl('z'));
+    assert_eq!(app.request.take(), Some(Request::Suspend));
+    app.on_key(ctrl('v'));
+    assert_eq!(app.request.take(), Some(Request::PasteImage));
+    type_text(&mut app, "what is ");
+    app.attach_image("image/png", b"\x89PNG");
+    assert_eq!(app.editor.text(), "what is [image #1]");
+    // A pasted path of an image file attaches it too.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("shot.jpg"), b"jpeg").unwrap();
+    app.cwd = dir.path().to_path_buf();
+    type_text(&mut app, " and ");
+    app.on_paste("shot.jpg");
+    assert_eq!(app.editor.text(), "what is [image #1] and [image #2]");
+    app.on_key(key(KeyCode::Enter));
+    let sent = app.take_commands();
+    assert_eq!(
+        sent[0]["images"],
+        json!([
+            {"type": "image", "data": "iVBORw==", "mimeType": "image/png"},
+            {"type": "image", "data": "anBlZw==", "mimeType": "image/jpeg"},
+        ])
+    );
+    // Sent once: the next message has none, nor one whose marker was deleted.
+    app.attach_image("image/png", b"x");
+    app.editor.set_text("no marker");
+    app.on_key(key(KeyCode::Enter));
+    assert!(app.take_commands()[0].get("images").is_none());
+}
+
+#[test]
+fn ctrl_l_opens_the_model_picker_and_ctrl_t_hides_thinking() {
+    let mut app = app();
+    app.on_key(ctrl('l'));
+    assert_eq!(app.take_commands()[0]["type"], "get_available_models");
+    feed(
+        &mut app,
+        json!({"type": "message_start", "message": assistant(json!([]))}),
+    );
+    app.on_delta(true, "pondering");
+    app.on_delta(false, "Answer");
+    let shown = |app: &mut App| -> String {
+        let view = app.view;
+        app.transcript
+            .lines(60, view, &app.theme)
+            .iter()
+            .map(crate::wrap::plain)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(shown(&mut app).contains("pondering"));
+    app.on_key(ctrl('t'));
+    let text = shown(&mut app);
+    assert!(
+        !text.contains("pondering") && text.contains("Answer"),
+        "{text}"
+    );
+    app.on_key(ctrl('t'));
+    assert!(shown(&mut app).contains("pondering"));
+}
+
+#[test]
+fn the_keys_list_names_the_new_keys_and_the_list() {
+    for key in [
+        "Ctrl+G", "Ctrl+V", "Ctrl+L", "Ctrl+T", "Ctrl+Z", "Alt+Up", "/",
+    ] {
+        assert!(HOTKEYS.iter().any(|(k, _)| *k == key), "{key} in HOTKEYS");
+    }
+    // tau keeps them: an extension cannot take them away.
+    for id in ["ctrl+g", "ctrl+v", "ctrl+l", "ctrl+t", "ctrl+z", "alt+up"] {
+        assert!(crate::keys::refusal(id).is_some(), "{id} is tau's");
+    }
+}
+
+#[test]
+fn export_to_a_jsonl_path_copies_the_session_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    let session = dir.path().join("s.jsonl");
+    std::fs::write(&session, "{\"type\":\"session\"}\n").unwrap();
+    app.editor.set_text("/export copy.jsonl");
+    app.submit(false);
+    let state = json!({
+        "model": null, "thinkingLevel": "off", "isStreaming": false, "isCompacting": false,
+        "steeringMode": "all", "followUpMode": "all", "sessionId": "s",
+        "sessionFile": session.display().to_string(), "autoCompactionEnabled": true,
+        "messageCount": 0,
+    });
+    answer(&mut app, "get_state", state);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("copy.jsonl")).unwrap(),
+        "{\"type\":\"session\"}\n"
+    );
+    assert!(notices(&app).pop().unwrap().0.starts_with("Exported to"));
+}

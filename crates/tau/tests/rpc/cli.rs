@@ -55,6 +55,21 @@ fn help_and_version() {
     let (status, stdout, _) = run_once(bin(), &["--help"], b"");
     assert!(status.success());
     let help = String::from_utf8(stdout).unwrap();
+    // It begins with the interactive use, then the modes for one answer, editors and programs.
+    let start: Vec<&str> = help.lines().take(10).collect();
+    let start = start.join("\n");
+    for line in [
+        "open an interactive session in this folder",
+        "tau -p ",
+        "tau --mode acp",
+        "tau --mode rpc",
+    ] {
+        assert!(
+            start.contains(line),
+            "the first lines lack {line:?}:\n{start}"
+        );
+    }
+    assert!(help.contains("tau-mock-llm"), "{help}");
     for option in [
         "--mode",
         "--provider",

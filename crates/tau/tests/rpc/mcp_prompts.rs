@@ -190,14 +190,26 @@ fn secrets_scenario(log: &str) {
     assert_eq!(ends[3]["isError"], false, "{}", ends[3]);
     assert_eq!(ends[4]["isError"], false, "{}", ends[4]);
     // The dead server's last words (its stderr) are in its failed state, redacted.
-    let died = t
+    let is_died = |r: &Value| {
+        r["type"] == "mcp_server_status" && r["server"] == "okenv" && r["state"] == "failed"
+    };
+    // Already read, or still to come on a loaded machine.
+    let seen = t
         .history()
         .iter()
         .filter_map(|r| r.json.clone())
-        .find(|r| {
-            r["type"] == "mcp_server_status" && r["server"] == "okenv" && r["state"] == "failed"
-        })
-        .expect("okenv's failed state");
+        .find(|r| is_died(r));
+    let died = match seen {
+        Some(died) => died,
+        None => t
+            .wait_for(
+                "okenv's failed state",
+                std::time::Duration::from_secs(20),
+                |r| r.json.as_ref().is_some_and(is_died),
+            )
+            .json
+            .expect("a JSON record"),
+    };
     assert!(
         message(&died).contains("starting with [redacted]"),
         "{died}"

@@ -197,3 +197,47 @@ fn startup_model_errors() {
     assert_eq!(status.code(), Some(1));
     assert!(stderr.contains("--api-key requires a model"), "{stderr}");
 }
+
+#[test]
+fn a_key_stored_after_start_counts_from_the_next_prompt_and_listing() {
+    let mock = tau_mock_llm::MockServer::start_background().expect("mock");
+    mock.push(tau_mock_llm::Reply::text("now with a key"));
+    // A built-in provider moved to the mock, whose key is in no file yet: no model can answer
+    // at start.
+    let models = json!({"providers": {"openai": {"baseUrl": format!("{}/v1", mock.url())}}});
+    let mut t = ready_tau(
+        tau()
+            .agent_file("models.json", models.to_string())
+            .arg("--no-session"),
+    );
+    assert!(state(&mut t)["model"].is_null());
+    let refused = t.request(json!({"type": "prompt", "message": "hi"}));
+    assert_eq!(refused["success"], false, "{refused}");
+    let listed = t.request(json!({"type": "get_available_models"}));
+    assert_eq!(listed["data"]["models"], json!([]));
+    // The key is stored meanwhile (the terminal's /login, pi in another terminal).
+    std::fs::write(
+        t.agent_dir().join("auth.json"),
+        r#"{"openai": {"type": "api_key", "key": "stored-later"}}"#,
+    )
+    .unwrap();
+    let listed = t.request(json!({"type": "get_available_models"}));
+    let models = listed["data"]["models"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!models.is_empty(), "{listed}");
+    assert!(models.iter().all(|m| m["provider"] == "openai"), "{listed}");
+    // The session had no model: it takes the provider's default, as at start.
+    assert_eq!(state(&mut t)["model"]["provider"], "openai");
+    let accepted = t.request(json!({"type": "prompt", "message": "hi again"}));
+    assert_eq!(accepted["success"], true, "{accepted}");
+    t.records_until("agent_settled", std::time::Duration::from_secs(20));
+    let sent = mock.requests();
+    let authorization = sent[0]
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        .map(|(_, value)| value.as_str());
+    assert_eq!(authorization, Some("Bearer stored-later"));
+}
