@@ -116,8 +116,6 @@ fn serve_terminal(run: Run, runtime: &tokio::runtime::Runtime) -> anyhow::Result
         signals,
         ..
     } = run;
-    let (commands_in, commands_out) = io::pipe()?;
-    let (records_in, records_out) = io::pipe()?;
     let options = tau_tui::Options {
         cwd_label: home_relative(&cwd),
         history_file: Some(history_file(&agent_dir, &cwd)),
@@ -134,21 +132,20 @@ fn serve_terminal(run: Run, runtime: &tokio::runtime::Runtime) -> anyhow::Result
     // What tau and its extension processes write to stderr would land on the screen the UI
     // draws: it goes to a log file in the agent directory while the UI runs.
     let stderr_log = redirect_stderr(&agent_dir);
-    let driving = std::thread::Builder::new()
-        .name("tau-tui".into())
-        .spawn(move || tau_tui::run(records_in, commands_out, protocol_out, options))?;
     // The UI gets pi's lean stream: it adds up the deltas itself.
-    let reason = runtime.block_on(tau_rpc::serve(
-        commands_in,
-        records_out,
-        VERSION,
-        tau_rpc::UpdateShape::Lean,
-        |sink| session.into_session(sink),
-        extensions.take(),
-        signals.first(),
-    ));
-    let code = driving.join();
+    let served = serve_in_process(
+        runtime,
+        InProcess {
+            extensions,
+            session,
+            signals,
+            shape: tau_rpc::UpdateShape::Lean,
+            thread: "tau-tui",
+        },
+        move |records, commands| tau_tui::run(records, commands, protocol_out, options),
+    );
     restore_stderr(stderr_log);
+    let (reason, code) = served?;
     match code {
         Ok(Ok(code)) => Ok((reason, code)),
         Ok(Err(e)) => anyhow::bail!("the terminal UI failed: {e}"),
@@ -183,22 +180,60 @@ fn serve_one_shot(run: Run, runtime: &tokio::runtime::Runtime) -> anyhow::Result
         header,
         progress: io::IsTerminal::is_terminal(&io::stderr()),
     };
+    // The one-shot modes print pi's full event shape.
+    let (reason, code) = serve_in_process(
+        runtime,
+        InProcess {
+            extensions,
+            session,
+            signals,
+            shape: tau_rpc::UpdateShape::Full,
+            thread: "tau-oneshot",
+        },
+        move |records, commands| driver.drive(records, commands, protocol_out),
+    )?;
+    Ok((reason, code.unwrap_or(1)))
+}
+
+/// What a client in this process is served with.
+struct InProcess {
+    extensions: crate::extensions::Started,
+    session: crate::startup::SessionParts,
+    signals: crate::process::TerminationSignals,
+    shape: tau_rpc::UpdateShape,
+    thread: &'static str,
+}
+
+/// Serves the RPC protocol to a client of this process (the terminal, the one-shot modes:
+/// T71, T111), which runs on a thread of its own over a pair of pipes; returns how serving
+/// ended and what the client's thread returned.
+fn serve_in_process<T: Send + 'static>(
+    runtime: &tokio::runtime::Runtime,
+    served: InProcess,
+    client: impl FnOnce(io::PipeReader, io::PipeWriter) -> T + Send + 'static,
+) -> io::Result<(ExitReason, std::thread::Result<T>)> {
     let (commands_in, commands_out) = io::pipe()?;
     let (records_in, records_out) = io::pipe()?;
     let driving = std::thread::Builder::new()
-        .name("tau-oneshot".into())
-        .spawn(move || driver.drive(records_in, commands_out, protocol_out))?;
-    // The one-shot modes print pi's full event shape.
+        .name(served.thread.into())
+        .spawn(move || client(records_in, commands_out))?;
+    let InProcess {
+        extensions,
+        session,
+        signals,
+        shape,
+        ..
+    } = served;
     let reason = runtime.block_on(tau_rpc::serve(
         commands_in,
         records_out,
         VERSION,
-        tau_rpc::UpdateShape::Full,
+        shape,
         |sink| session.into_session(sink),
         extensions.take(),
         signals.first(),
     ));
-    Ok((reason, driving.join().unwrap_or(1)))
+    Ok((reason, driving.join()))
 }
 
 /// What the terminal says when no model can answer: where tau looked, and the shortest ways

@@ -93,7 +93,10 @@ pub const HOTKEYS: &[(&str, &str)] = &[
     ("Alt+Up", "queued messages back into the editor"),
     ("Ctrl+Z", "suspend tau (fg brings it back)"),
     ("Up/Down", "history (first/last line)"),
-    ("PageUp/PageDown", "scroll the conversation"),
+    (
+        "Shift+PageUp, wheel",
+        "the terminal scrolls the conversation (it is in its scrollback)",
+    ),
     (
         "/",
         "the commands, narrowed as you type (Up/Down, Tab, Enter, Esc)",
@@ -116,7 +119,6 @@ impl App {
         if text.trim().is_empty() {
             return;
         }
-        self.scroll = 0;
         if let Some(command) = text.strip_prefix('/')
             && self.builtin(command)
         {

@@ -194,8 +194,6 @@ impl App {
             KeyCode::Up if alt => self.dequeue(),
             KeyCode::Up => self.editor.up(),
             KeyCode::Down => self.editor.down(),
-            KeyCode::PageUp => self.scroll += 10,
-            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
             KeyCode::Char(ch) if !ctrl => self.editor.insert_char(ch),
             _ => self.dirty = false,
         }

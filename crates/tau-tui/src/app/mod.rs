@@ -70,8 +70,6 @@ pub struct App {
     pub dialog: Option<Dialog>,
     /// Permission requests that came while another dialog was open: id, title, rule.
     waiting_permissions: std::collections::VecDeque<(String, String, String)>,
-    /// Lines scrolled up from the bottom.
-    pub scroll: usize,
     pub queued_steering: Vec<String>,
     pub queued_follow_up: Vec<String>,
     /// Text to put on the clipboard (OSC 52).
@@ -125,7 +123,6 @@ impl App {
             },
             dialog: None,
             waiting_permissions: std::collections::VecDeque::new(),
-            scroll: 0,
             queued_steering: Vec::new(),
             queued_follow_up: Vec::new(),
             clipboard: None,

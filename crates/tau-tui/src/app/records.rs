@@ -140,7 +140,6 @@ impl App {
         match event {
             AgentEvent::AgentStart => {
                 self.streaming = true;
-                self.scroll = 0;
             }
             AgentEvent::AgentEnd { .. } => {
                 self.current_assistant = None;
