@@ -837,6 +837,36 @@ mod tests {
         );
     }
 
+    /// Starts `p.check` of `command` beside the test; returns it and the request it made.
+    async fn asked(
+        p: &std::sync::Arc<Permissions>,
+        command: &str,
+        events: &EventSink,
+        rx: &mut tokio::sync::mpsc::Receiver<crate::Outbound>,
+        cancel: &CancellationToken,
+    ) -> (tokio::task::JoinHandle<Result<(), String>>, SessionEvent) {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            arguments: Map::new(),
+            thought_signature: None,
+        };
+        let args = args(json!({ "command": command }));
+        let (p, events, cancel) = (p.clone(), events.clone(), cancel.clone());
+        let waiting = tokio::spawn(async move { p.check(&call, &args, &events, &cancel).await });
+        match rx.recv().await {
+            Some(crate::Outbound::Event(event)) => (waiting, *event),
+            other => panic!("no request: {other:?}"),
+        }
+    }
+
+    fn request_id(event: &SessionEvent) -> String {
+        match event {
+            SessionEvent::PermissionRequest { id, .. } => id.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[tokio::test]
     async fn a_request_is_answered_remembered_or_withdrawn() {
         let (p, _, agent) = permissions(json!({"permissions": {"allow": ["bash(ls)"]}}));
@@ -844,45 +874,25 @@ mod tests {
         p.set_mode(PermissionMode::Ask);
         let (tx, mut rx) = tokio::sync::mpsc::channel(16);
         let events = EventSink::new(tx);
-        let call = ToolCall {
-            id: "c1".into(),
-            name: "bash".into(),
-            arguments: Map::new(),
-            thought_signature: None,
-        };
-        let command = args(json!({"command": "cargo test"}));
         let cancel = CancellationToken::new();
         // Answered "always, remember": the next such call runs without asking.
-        let waiting = {
-            let (p, call, command, events, cancel) = (
-                p.clone(),
-                call.clone(),
-                command.clone(),
-                events.clone(),
-                cancel.clone(),
-            );
-            tokio::spawn(async move { p.check(&call, &command, &events, &cancel).await })
+        let (waiting, request) = asked(&p, "cargo test", &events, &mut rx, &cancel).await;
+        let SessionEvent::PermissionRequest { rule, title, .. } = &request else {
+            panic!("{request:?}");
         };
-        let id = match rx.recv().await {
-            Some(crate::Outbound::Event(event)) => match *event {
-                SessionEvent::PermissionRequest {
-                    id, rule, title, ..
-                } => {
-                    assert_eq!(rule, "bash(cargo test)");
-                    assert_eq!(title, "Run cargo test");
-                    id
-                }
-                other => panic!("{other:?}"),
-            },
-            other => panic!("{other:?}"),
-        };
+        assert_eq!(rule, "bash(cargo test)");
+        assert_eq!(title, "Run cargo test");
+        let id = request_id(&request);
         assert!(p.answer(&id, PermissionOutcome::AllowAlways, true));
         assert_eq!(waiting.await.unwrap(), Ok(()));
         assert!(
             !p.answer(&id, PermissionOutcome::Allow, false),
             "answered once"
         );
-        assert_eq!(p.decide("bash", &command), Decision::Allow);
+        assert_eq!(
+            p.decide("bash", &args(json!({"command": "cargo test"}))),
+            Decision::Allow
+        );
         let saved: Value = serde_json::from_str(
             &std::fs::read_to_string(agent.path().join("settings.json")).unwrap(),
         )
@@ -892,55 +902,38 @@ mod tests {
             json!(["bash(ls)", "bash(cargo test)"])
         );
         // Rejected: the model reads why.
-        let other = args(json!({"command": "make"}));
-        let waiting = {
-            let (p, call, other, events, cancel) = (
-                p.clone(),
-                call.clone(),
-                other.clone(),
-                events.clone(),
-                cancel.clone(),
-            );
-            tokio::spawn(async move { p.check(&call, &other, &events, &cancel).await })
-        };
-        let Some(crate::Outbound::Event(event)) = rx.recv().await else {
-            panic!("no request");
-        };
-        let SessionEvent::PermissionRequest { id, .. } = *event else {
-            panic!("{event:?}");
-        };
-        assert!(p.answer(&id, PermissionOutcome::Reject, false));
+        let (waiting, request) = asked(&p, "make", &events, &mut rx, &cancel).await;
+        assert!(p.answer(&request_id(&request), PermissionOutcome::Reject, false));
         assert_eq!(waiting.await.unwrap(), Err(REFUSED_BY_USER.to_string()));
         // Aborted while waiting: withdrawn.
-        let waiting = {
-            let (p, call, other, events, cancel) = (
-                p.clone(),
-                call.clone(),
-                other.clone(),
-                events.clone(),
-                cancel.clone(),
-            );
-            tokio::spawn(async move { p.check(&call, &other, &events, &cancel).await })
-        };
-        let Some(crate::Outbound::Event(event)) = rx.recv().await else {
-            panic!("no request");
-        };
-        let SessionEvent::PermissionRequest { id, .. } = *event else {
-            panic!("{event:?}");
-        };
+        let (waiting, request) = asked(&p, "make", &events, &mut rx, &cancel).await;
         cancel.cancel();
         assert_eq!(waiting.await.unwrap(), Err("Aborted".to_string()));
         match rx.recv().await {
-            Some(crate::Outbound::Event(event)) => {
-                assert_eq!(*event, SessionEvent::PermissionWithdrawn { id })
-            }
+            Some(crate::Outbound::Event(event)) => assert_eq!(
+                *event,
+                SessionEvent::PermissionWithdrawn {
+                    id: request_id(&request)
+                }
+            ),
             other => panic!("{other:?}"),
         }
         // Input ended: nobody is asked any more.
         p.close();
-        let fresh = CancellationToken::new();
+        let call = ToolCall {
+            id: "c2".into(),
+            name: "bash".into(),
+            arguments: Map::new(),
+            thought_signature: None,
+        };
         assert_eq!(
-            p.check(&call, &other, &events, &fresh).await,
+            p.check(
+                &call,
+                &args(json!({"command": "make"})),
+                &events,
+                &CancellationToken::new()
+            )
+            .await,
             Err(NO_ONE_TO_ASK.to_string())
         );
     }
