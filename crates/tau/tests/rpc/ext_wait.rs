@@ -164,3 +164,108 @@ fn a_tool_result_is_kept_as_the_extension_returned_it() {
     assert_eq!(tool_result["details"], json!({"code": 7}), "{tool_result}");
     assert!(tool_result.get("hint").is_none(), "{tool_result}");
 }
+
+#[test]
+fn a_command_that_awaits_a_fork_is_answered_on_the_forked_branch() {
+    let mock = MockServer::start_background().unwrap();
+    mock.push(Reply::text("one"));
+    mock.push(Reply::text("two"));
+    let mut t = start(&mock, true);
+    for (id, message) in [("p1", "first"), ("p2", "second")] {
+        t.send(&json!({"id": id, "type": "prompt", "message": message}));
+        t.records_until("agent_settled", Duration::from_secs(30));
+    }
+    let forks = t.request(json!({"type": "get_fork_messages"}));
+    let second = forks["data"]["messages"][1]["entryId"]
+        .as_str()
+        .expect("the second user message")
+        .to_string();
+    let answer =
+        t.request(json!({"id": "c", "type": "prompt", "message": format!("/fork-wait {second}")}));
+    assert_eq!(answer["success"], true, "{answer}");
+    // The fork keeps what came before the chosen message, not the message itself.
+    let messages = t.request(json!({"type": "get_messages"}));
+    let texts: Vec<String> = messages["data"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert!(texts[0].contains("first"), "{texts:?}");
+    t.close_stdin();
+    t.wait_exit(Duration::from_secs(30));
+    assert!(
+        t.stderr().contains("fork-wait cancelled=false"),
+        "{}",
+        t.stderr()
+    );
+}
+
+#[test]
+fn a_command_that_awaits_a_session_switch_is_answered_in_the_other_session() {
+    let mock = MockServer::start_background().unwrap();
+    mock.push(Reply::text("kept"));
+    let mut t = start(&mock, true);
+    t.send(&json!({"id": "p", "type": "prompt", "message": "remember this"}));
+    t.records_until("agent_settled", Duration::from_secs(30));
+    let state = t.request(json!({"type": "get_state"}));
+    let (first_id, first_file) = (
+        state["data"]["sessionId"].clone(),
+        state["data"]["sessionFile"].as_str().unwrap().to_string(),
+    );
+    let fresh = t.request(json!({"type": "new_session"}));
+    assert_eq!(fresh["success"], true, "{fresh}");
+    let answer = t.request(
+        json!({"id": "c", "type": "prompt", "message": format!("/switch-wait {first_file}")}),
+    );
+    assert_eq!(answer["success"], true, "{answer}");
+    let state = t.request(json!({"type": "get_state"}));
+    assert_eq!(state["data"]["sessionId"], first_id, "{state}");
+    t.close_stdin();
+    t.wait_exit(Duration::from_secs(30));
+    assert!(
+        t.stderr().contains("switch-wait cancelled=false"),
+        "{}",
+        t.stderr()
+    );
+}
+
+/// A run whose tool call opens a confirm dialog from the extension's `tool_call` handler,
+/// answered with `confirmed`; returns the tool's end record.
+fn guarded_run(confirmed: bool) -> Value {
+    let mock = MockServer::start_background().unwrap();
+    mock.push(Reply::new().tool_call("g1", "guarded", json!({})));
+    mock.push(Reply::text("done"));
+    let mut t = start(&mock, false);
+    t.send(&json!({"id": "p", "type": "prompt", "message": "use the guarded tool"}));
+    let asked = t.event("extension_ui_request");
+    assert_eq!(asked["method"], "confirm", "{asked}");
+    t.send(&json!({"type": "extension_ui_response", "id": asked["id"], "confirmed": confirmed}));
+    let records = t.records_until("agent_settled", Duration::from_secs(30));
+    assert_eq!(mock.requests().len(), 2, "the run went on after the answer");
+    records
+        .iter()
+        .find(|r| r["type"] == "tool_execution_end")
+        .expect("the tool call ended")
+        .clone()
+}
+
+#[test]
+fn a_dialog_opened_by_an_event_handler_during_a_run_is_answered_and_the_run_goes_on() {
+    let allowed = guarded_run(true);
+    assert_eq!(allowed["isError"], false, "{allowed}");
+    assert!(
+        allowed["result"].to_string().contains("guarded ran"),
+        "{allowed}"
+    );
+    let refused = guarded_run(false);
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        refused["result"]
+            .to_string()
+            .contains("refused in the dialog"),
+        "{refused}"
+    );
+}
