@@ -14,13 +14,13 @@ use process_wrap::tokio::{CommandWrap, KillOnDrop};
 use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResult, Implementation,
-    ProgressNotificationParam, Prompt, ProtocolVersion, Request, RequestId, ServerResult, Tool,
+    ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResult, Implementation, Prompt,
+    ProtocolVersion, Request, RequestId, ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, Peer, ServiceError, ServiceExt};
+use rmcp::{Peer, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
@@ -28,6 +28,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::Handler;
 use crate::config::{HttpConfig, ServerConfig, StdioConfig};
 use crate::redact::Redactor;
 
@@ -36,41 +37,6 @@ const STDERR_TAIL_LINES: usize = 10;
 /// How long closing waits for rmcp's own shutdown (stdin closed, then SIGTERM, then kill;
 /// up to 3 s each) before killing the process group itself.
 const CLOSE_WAIT: Duration = Duration::from_secs(8);
-
-/// Receives what the server sends on its own.
-#[derive(Clone)]
-struct Handler {
-    progress: ProgressDispatcher,
-    tools_stale: Arc<AtomicBool>,
-    prompts_stale: Arc<AtomicBool>,
-    /// Wakes the manager's relisting task; a permit is kept when nobody waits yet.
-    tools_changed: Arc<Notify>,
-    info: ClientConfig,
-}
-
-impl ClientHandler for Handler {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.progress.handle_notification(params).await;
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.tools_stale.store(true, Ordering::SeqCst);
-        self.tools_changed.notify_one();
-    }
-
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.prompts_stale.store(true, Ordering::SeqCst);
-        self.tools_changed.notify_one();
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        self.info.clone()
-    }
-}
 
 /// Why a call did not produce a result.
 #[derive(Debug, thiserror::Error)]

@@ -10,6 +10,7 @@
 //! before each model call, and calls [`McpManager::shutdown`] when it ends. Decisions T86
 //! and T90, T95 and T96 in `docs/decisions.md`.
 
+mod client;
 pub mod config;
 mod connection;
 mod content;

@@ -116,7 +116,9 @@ fn read_document(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<tau_mcp::ParsedServers, String> {
-    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read it: {error}"))?;
+    // A planted `.mcp.json` may be a FIFO or a link to a device: read bounded (T117).
+    let text = tau_base::bounded::read_to_string(path, tau_base::bounded::CONFIG_CAP)
+        .map_err(|error| format!("cannot read it: {error}"))?;
     tau_mcp::parse_config_document(&text, env).map_err(|error| error.to_string())
 }
 
