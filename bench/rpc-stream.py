@@ -9,6 +9,12 @@ also holds the extension's start-up)
 and, when installed, pi 0.79 itself in the same run.
 
     python3 bench/rpc-stream.py [--deltas 10000] [--pi /tmp/pi-ref] [--pi152 /tmp/pi-152] [--runs 5] [--only lean]
+                                [--pace 2] [--syscalls]
+
+--pace MS has the mock wait MS milliseconds between two deltas (chunkDelayMs), as a model
+sends them: each delta then wakes the agent on its own, which is what users meet (issue 44);
+"cpu us/delta" is the CPU per delta. --syscalls runs each tau target once more under
+`strace -c -f` and prints its futex, epoll_wait and write calls per delta (thread hand-offs).
 
 pi 1.5.2 (lean `message_update`s by default) is the reference for tau's lean shape; install it
 with bash bench/reference/install-pi15.sh /tmp/pi-152 (it runs on Node 20 through a launcher).
@@ -29,11 +35,19 @@ def post(url, body):
     urllib.request.urlopen(req).read()
 
 
-def run(cmd, env, url, deltas):
+def push(url, deltas, pace):
     chunks = ["%04d" % (i % 10000) for i in range(deltas)]
-    post(url + "/_mock/replies", {"content": [{"type": "text", "chunks": chunks}]})
+    reply = {"content": [{"type": "text", "chunks": chunks}]}
+    if pace:
+        reply["chunkDelayMs"] = pace
+    post(url + "/_mock/replies", reply)
+
+
+def run(cmd, env, url, deltas, pace=0, wrap=None):
+    push(url, deltas, pace)
+    wrap = wrap or ["/usr/bin/time", "-f", "%e %U %S %M", "-o"]
     with tempfile.NamedTemporaryFile("r") as timing:
-        proc = subprocess.Popen(["/usr/bin/time", "-f", "%e %U %S %M", "-o", timing.name] + cmd,
+        proc = subprocess.Popen(wrap + [timing.name] + cmd,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env=env, bufsize=0)
         start = time.monotonic()
@@ -60,9 +74,21 @@ def run(cmd, env, url, deltas):
         proc.stdin.close()
         proc.stdout.read()
         proc.wait()
+        if wrap[0] != "/usr/bin/time":
+            return syscall_counts(timing.read())
         elapsed, user, system, rss_kb = timing.read().split()
     return {"wall": wall, "stream": stream, "cpu": float(user) + float(system),
             "rss_mb": int(rss_kb) / 1024, "bytes": total, "updates": updates}
+
+
+def syscall_counts(report):
+    """Calls per syscall name from `strace -c`'s table."""
+    counts = {}
+    for line in report.splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[0].replace(".", "").isdigit() and parts[-1].isidentifier():
+            counts[parts[-1]] = int(parts[3])
+    return counts
 
 
 def main():
@@ -72,6 +98,8 @@ def main():
     parser.add_argument("--pi152", default="/tmp/pi-152")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", help="run only the targets whose name contains this")
+    parser.add_argument("--pace", type=int, default=0, help="milliseconds between two deltas")
+    parser.add_argument("--syscalls", action="store_true", help="count syscalls per delta (strace)")
     args = parser.parse_args()
     mock = subprocess.Popen([MOCK, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     url = json.loads(mock.stdout.readline())["url"]
@@ -99,13 +127,24 @@ def main():
     if args.only:
         targets = [t for t in targets if args.only in t[0]]
     results = {}
-    print("%-15s %9s %9s %9s %9s %12s %8s" % ("", "wall s", "stream s", "cpu s", "rss MB", "stdout MB", "updates"))
+    print("%-15s %9s %9s %9s %12s %9s %12s %8s" % ("", "wall s", "stream s", "cpu s", "cpu us/delta", "rss MB",
+                                                  "stdout MB", "updates"))
     try:
         for name, cmd in targets:
-            runs = [run(cmd, env, url, args.deltas) for _ in range(1 if name == "pi 0.79" else args.runs)]
+            once = name.startswith("pi ")
+            runs = [run(cmd, env, url, args.deltas, args.pace) for _ in range(1 if once else args.runs)]
             r = {k: sorted(x[k] for x in runs)[len(runs) // 2] for k in runs[0]}
             results[name] = r
-            print("%-15s %9.3f %9.3f %9.3f %9.1f %12.1f %8d" % (name, r["wall"], r["stream"], r["cpu"], r["rss_mb"], r["bytes"] / 1e6, r["updates"]))
+            print("%-15s %9.3f %9.3f %9.3f %12.1f %9.1f %12.1f %8d" % (
+                name, r["wall"], r["stream"], r["cpu"], r["cpu"] / args.deltas * 1e6, r["rss_mb"],
+                r["bytes"] / 1e6, r["updates"]))
+        if args.syscalls:
+            for name, cmd in targets:
+                if name.startswith("pi "):
+                    continue
+                counts = run(cmd, env, url, args.deltas, args.pace, ["strace", "-c", "-f", "-o"])
+                print("%-15s per delta: futex %.2f  epoll_wait %.2f  write %.2f  recvfrom %.2f" % (
+                    name, *(counts.get(c, 0) / args.deltas for c in ("futex", "epoll_wait", "write", "recvfrom"))))
     finally:
         mock.kill()
     if "pi 1.5.2" in results and "tau (lean)" in results:

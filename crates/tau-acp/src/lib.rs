@@ -13,6 +13,7 @@
 pub mod dialogs;
 pub mod error;
 pub mod files;
+pub mod forms;
 pub mod options;
 pub mod permissions;
 pub mod prompt;

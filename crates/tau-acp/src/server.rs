@@ -95,6 +95,9 @@ pub struct Launcher {
     /// The MCP servers tau's own configuration names; a client's join them per session.
     pub mcp_servers: Vec<tau_mcp::McpServer>,
     pub mcp_options: tau_mcp::McpOptions,
+    /// What the servers may ask of the editor: sampling through its permission requests
+    /// (forms are not offered: decision T129).
+    pub mcp_client: tau_session::mcp_client::McpClientFeatures,
     pub version: String,
     /// Starts the extensions for each session after the first (none without extensions).
     pub load_extensions: Option<ExtensionLoader>,
@@ -151,7 +154,7 @@ impl Launcher {
         // The client's servers replace tau's own of the same name, as a later source does.
         let servers =
             tau_mcp::merge_layers([client_mcp_servers(client_servers), self.mcp_servers.clone()]);
-        session.start_mcp(servers, self.mcp_options.clone());
+        session.start_mcp(servers, self.mcp_options.clone(), self.mcp_client);
         Ok(session)
     }
 
@@ -352,6 +355,7 @@ where
         commands: HashMap::new(),
         client_fs: (false, false),
         client_terminal: false,
+        client_forms: false,
         http: None,
         stale_mirrors: std::collections::HashSet::new(),
     };
@@ -397,6 +401,8 @@ struct Server {
     client_fs: (bool, bool),
     /// The client offered `terminal/*`: `bash` runs in its terminals.
     client_terminal: bool,
+    /// The client draws forms (`elicitation.form`): MCP servers' forms go to it.
+    client_forms: bool,
     /// One HTTP client for every session: they share its connections to the providers, and
     /// it is made when the first session opens rather than on the first prompt.
     http: Option<tau_ai::provider::HttpClient>,
@@ -489,6 +495,13 @@ impl Server {
                 let fs = &request.client_capabilities.fs;
                 self.client_fs = (fs.read_text_file, fs.write_text_file);
                 self.client_terminal = request.client_capabilities.terminal;
+                self.client_forms = request
+                    .client_capabilities
+                    .elicitation
+                    .as_ref()
+                    .is_some_and(|elicitation| elicitation.form.is_some());
+                // Declared to each session's servers from now on.
+                self.launcher.mcp_client.elicitation = self.client_forms;
                 let _ = responder.respond(self.initialize(&request));
             }
             Incoming::Authenticate(responder) => {
@@ -597,6 +610,15 @@ impl Server {
                 read,
                 write,
             }));
+        }
+        if self.client_forms {
+            session
+                .tools()
+                .mcp_client()
+                .set_forms(Arc::new(crate::forms::ClientForms {
+                    cx: cx.clone(),
+                    session: id.clone(),
+                }));
         }
         if self.client_terminal {
             session

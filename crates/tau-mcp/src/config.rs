@@ -19,6 +19,9 @@ pub struct McpServer {
     /// env and header values they are kept out of every message about the server
     /// (decision T96).
     pub expanded: Vec<String>,
+    /// Whether the server is offered the working folder as its root (`"roots": false`
+    /// turns it off for a server that would put it in place of its own folders).
+    pub roots: bool,
 }
 
 impl McpServer {
@@ -28,6 +31,7 @@ impl McpServer {
             name: name.into(),
             config,
             expanded: Vec::new(),
+            roots: true,
         }
     }
 }
@@ -129,9 +133,12 @@ impl StdioConfig {
 pub struct HttpConfig {
     pub url: String,
     pub headers: BTreeMap<String, String>,
-    /// What the entry asked for; both are served through the Streamable HTTP transport
-    /// (decision T86).
+    /// What the entry asked for: the Streamable HTTP transport or the older HTTP+SSE one
+    /// (decisions T86, T128).
     pub transport: HttpTransport,
+    /// `oauth.clientId`: a client registered with the server's authorization server
+    /// beforehand, used by `tau mcp login` instead of registering one (decision T127).
+    pub oauth_client_id: Option<String>,
 }
 
 /// The `type` an HTTP entry gave.
@@ -162,6 +169,7 @@ impl fmt::Debug for HttpConfig {
             .field("url", &self.url)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("transport", &self.transport)
+            .field("oauth_client_id", &self.oauth_client_id)
             .finish()
     }
 }
@@ -272,6 +280,7 @@ pub fn parse_servers(servers: &Map<String, Value>, env: EnvLookup<'_>) -> Parsed
                 name: name.clone(),
                 config,
                 expanded,
+                roots: entry.get("roots").and_then(Value::as_bool) != Some(false),
             }),
             Err(reason) => parsed.errors.push(ConfigError {
                 server: name.clone(),
@@ -434,10 +443,28 @@ fn parse_http(
             return Err(ConfigErrorReason::BadHeaderValue(name.clone()));
         }
     }
+    let oauth_client_id = match entry.get("oauth") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(oauth)) => optional_string(oauth, "clientId")
+            .map_err(|_| ConfigErrorReason::WrongType {
+                field: "oauth.clientId".into(),
+                expected: "a string",
+            })?
+            .map(|id| expand(&id, "oauth.clientId", env))
+            .transpose()?
+            .filter(|id| !id.is_empty()),
+        Some(_) => {
+            return Err(ConfigErrorReason::WrongType {
+                field: "oauth".into(),
+                expected: "an object",
+            });
+        }
+    };
     Ok(ServerConfig::Http(HttpConfig {
         url,
         headers,
         transport,
+        oauth_client_id,
     }))
 }
 

@@ -1,7 +1,7 @@
-//! One live connection to one server: the transport (a child process or Streamable HTTP),
-//! rmcp's client service over it, the notifications it receives (progress, tool and prompt
-//! list changes), one `tools/call` with deadline, progress and cancellation, `prompts/get`,
-//! and closing it so that no process is left behind.
+//! One live connection to one server: the transport (a child process, Streamable HTTP or
+//! HTTP+SSE), rmcp's client service over it, the notifications it receives (progress, tool
+//! and prompt list changes), one `tools/call` with deadline, progress and cancellation,
+//! `prompts/get`, and closing it so that no process is left behind.
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
@@ -13,9 +13,10 @@ use futures_util::StreamExt;
 use process_wrap::tokio::{CommandWrap, KillOnDrop};
 use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, GetPromptRequestParams, GetPromptResult, Implementation, Prompt,
-    ProtocolVersion, Request, RequestId, ServerResult, Tool,
+    CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientConfig, ClientRequest,
+    GetPromptRequestParams, GetPromptResult, Implementation, Prompt, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResult, Request, RequestId, Resource, ResourceTemplate,
+    ServerResult, SubscribeRequestParams, Tool,
 };
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -28,9 +29,10 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::Handler;
-use crate::config::{HttpConfig, ServerConfig, StdioConfig};
+use crate::client::{ClientHost, Handler};
+use crate::config::{HttpConfig, HttpTransport, ServerConfig, StdioConfig};
 use crate::redact::Redactor;
+use crate::sse::SseTransport;
 
 /// How many of a server's last stderr lines are kept for its failure message.
 const STDERR_TAIL_LINES: usize = 10;
@@ -64,6 +66,7 @@ pub(crate) struct Connection {
     progress: ProgressDispatcher,
     tools_stale: Arc<AtomicBool>,
     prompts_stale: Arc<AtomicBool>,
+    resources_stale: Arc<AtomicBool>,
     tools_changed: Arc<Notify>,
     /// Cancels rmcp's service loop, which then closes the transport.
     service_cancel: CancellationToken,
@@ -78,6 +81,16 @@ pub(crate) struct ConnectParams<'a> {
     pub startup_timeout: Duration,
     /// Hides the server's secrets in the stderr lines it logs.
     pub redactor: Arc<Redactor>,
+    /// The server's name, for what the host is told.
+    pub server: &'a str,
+    /// Serves what the server asks of the client.
+    pub host: Option<Arc<dyn ClientHost>>,
+    /// Whether `roots` is declared.
+    pub roots: bool,
+    /// Sent as `logging/setLevel` to a server that logs.
+    pub log_level: &'a str,
+    /// The user's agent folder, where `tau mcp login` keeps the tokens (oauth.rs).
+    pub agent_dir: Option<&'a std::path::Path>,
 }
 
 impl Connection {
@@ -93,17 +106,21 @@ impl Connection {
     {
         let tools_stale = Arc::new(AtomicBool::new(false));
         let prompts_stale = Arc::new(AtomicBool::new(false));
+        let resources_stale = Arc::new(AtomicBool::new(false));
         let tools_changed = Arc::new(Notify::new());
         let handler = Handler {
+            server: params.server.to_string(),
+            host: params.host.clone(),
             progress: ProgressDispatcher::new(),
             tools_stale: tools_stale.clone(),
             prompts_stale: prompts_stale.clone(),
+            resources_stale: resources_stale.clone(),
             tools_changed: tools_changed.clone(),
             // Pinned to the newest version that still has the `initialize` handshake: the
             // servers people run speak it, and with it a server may send progress and
             // list-changed notifications without a `subscriptions/listen` stream.
             info: ClientConfig::new(
-                ClientCapabilities::default(),
+                crate::client::capabilities(params.host.as_ref(), params.roots),
                 Implementation::new(
                     params.client_name.to_string(),
                     params.client_version.to_string(),
@@ -134,15 +151,34 @@ impl Connection {
                 .await;
                 (serving, guard)
             }
-            ServerConfig::Http(http) => {
-                let transport =
-                    StreamableHttpClientTransport::from_config(http_transport_config(http)?);
+            ServerConfig::Http(http) if http.transport == HttpTransport::Sse => {
+                let started = tokio::time::Instant::now();
+                // Stored OAuth tokens go as a bearer header (refreshed first when expired).
+                let http = crate::oauth::with_bearer(params.server, http, params.agent_dir).await;
+                let transport = SseTransport::open(&http, params.startup_timeout).await?;
                 let guard = ProcessGuard::new(None, service_cancel.clone());
+                // Opening the stream and the handshake share the start-up deadline.
                 let serving = tokio::time::timeout(
-                    params.startup_timeout,
+                    params.startup_timeout.saturating_sub(started.elapsed()),
                     handler
                         .clone()
                         .serve_with_ct(transport, service_cancel.clone()),
+                )
+                .await;
+                (serving, guard)
+            }
+            ServerConfig::Http(http) => {
+                let transport = http_transport_config(http)?;
+                let guard = ProcessGuard::new(None, service_cancel.clone());
+                let serving = tokio::time::timeout(
+                    params.startup_timeout,
+                    serve_streamable(
+                        handler.clone(),
+                        transport,
+                        http,
+                        &params,
+                        service_cancel.clone(),
+                    ),
                 )
                 .await;
                 (serving, guard)
@@ -152,10 +188,17 @@ impl Connection {
             Ok(Ok(running)) => running,
             Ok(Err(error)) => {
                 settle_stderr(&mut stderr_task).await;
-                return Err(with_stderr(
-                    format!("initialization failed: {error}"),
-                    &stderr_tail,
-                ));
+                // A 401 with no usable tokens: the one thing that helps is a login (T127).
+                let message = match config {
+                    ServerConfig::Http(http)
+                        if error.is_authorization_required()
+                            && !crate::oauth::has_static_authorization(http) =>
+                    {
+                        crate::oauth::needs_login(params.server)
+                    }
+                    _ => format!("initialization failed: {error}"),
+                };
+                return Err(with_stderr(message, &stderr_tail));
             }
             Err(_) => {
                 settle_stderr(&mut stderr_task).await;
@@ -169,6 +212,8 @@ impl Connection {
             }
         };
         let peer = running.peer().clone();
+        // Not awaited: the level matters for later lines, not for the start.
+        tokio::spawn(set_log_level(peer.clone(), params.log_level.to_string()));
         let exited = guard.exited.clone();
         let closing = guard.closing.clone();
         let monitor_tail = stderr_tail.clone();
@@ -191,6 +236,7 @@ impl Connection {
             progress: handler.progress,
             tools_stale,
             prompts_stale,
+            resources_stale,
             tools_changed,
             service_cancel,
             monitor: Mutex::new(Some(monitor)),
@@ -261,6 +307,133 @@ impl Connection {
                 Ok(Err(error)) => Err(service_error(error)),
                 Err(_) => Err(CallError::Timeout(timeout)),
             },
+        }
+    }
+
+    /// Whether the server said in its handshake that it offers resources.
+    pub(crate) fn has_resources(&self) -> bool {
+        self.peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.resources.is_some())
+    }
+
+    /// Whether the server lets clients subscribe to a resource's updates.
+    pub(crate) fn can_subscribe(&self) -> bool {
+        self.peer.peer_info().is_some_and(|info| {
+            info.capabilities
+                .resources
+                .as_ref()
+                .is_some_and(|resources| resources.subscribe == Some(true))
+        })
+    }
+
+    /// Whether a `resources/list_changed` arrived since the last [`Connection::list_resources`].
+    pub(crate) fn resources_stale(&self) -> bool {
+        self.resources_stale.load(Ordering::SeqCst)
+    }
+
+    /// Every resource and resource template, following `nextCursor` to the last page.
+    pub(crate) async fn list_resources(
+        &self,
+        timeout: Duration,
+    ) -> Result<(Vec<Resource>, Vec<ResourceTemplate>), CallError> {
+        self.resources_stale.store(false, Ordering::SeqCst);
+        let both = async {
+            tokio::try_join!(
+                self.peer.list_all_resources(),
+                self.peer.list_all_resource_templates()
+            )
+        };
+        match tokio::time::timeout(timeout, both).await {
+            Ok(Ok(lists)) => Ok(lists),
+            Ok(Err(error)) => {
+                self.resources_stale.store(true, Ordering::SeqCst);
+                Err(service_error(error))
+            }
+            Err(_) => {
+                self.resources_stale.store(true, Ordering::SeqCst);
+                Err(CallError::Timeout(timeout))
+            }
+        }
+    }
+
+    /// One `resources/read`; `cancel` gives up at once.
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<ReadResourceResult, CallError> {
+        let read = self.peer.read_resource(ReadResourceRequestParams::new(uri));
+        tokio::select! {
+            () = cancel.cancelled() => Err(CallError::Aborted),
+            answer = tokio::time::timeout(timeout, read) => match answer {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(error)) => Err(service_error(error)),
+                Err(_) => Err(CallError::Timeout(timeout)),
+            },
+        }
+    }
+
+    /// `resources/subscribe`: the server then sends `notifications/resources/updated`.
+    #[allow(deprecated)]
+    pub(crate) async fn subscribe(&self, uri: &str, timeout: Duration) -> Result<(), CallError> {
+        match tokio::time::timeout(
+            timeout,
+            self.peer.subscribe(SubscribeRequestParams::new(uri)),
+        )
+        .await
+        {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => Err(service_error(error)),
+            Err(_) => Err(CallError::Timeout(timeout)),
+        }
+    }
+
+    /// `completion/complete` of an argument of a prompt or of a resource template, with the
+    /// arguments given so far as context: the server's suggestions.
+    pub(crate) async fn complete(
+        &self,
+        target: &crate::resources::CompletionTarget,
+        argument: &str,
+        value: &str,
+        context: std::collections::HashMap<String, String>,
+        timeout: Duration,
+    ) -> Result<Vec<String>, CallError> {
+        let supported = self
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.completions.is_some());
+        if !supported {
+            return Ok(Vec::new());
+        }
+        let context =
+            (!context.is_empty()).then(|| rmcp::model::CompletionContext::with_arguments(context));
+        let asked = async {
+            match target {
+                crate::resources::CompletionTarget::Prompt(name) => {
+                    self.peer
+                        .complete_prompt_argument(name.as_str(), argument, value, context)
+                        .await
+                }
+                crate::resources::CompletionTarget::ResourceTemplate(template) => {
+                    self.peer
+                        .complete_resource_argument(template.as_str(), argument, value, context)
+                        .await
+                }
+            }
+        };
+        match tokio::time::timeout(timeout, asked).await {
+            Ok(Ok(completion)) => Ok(completion.values),
+            Ok(Err(error)) => Err(service_error(error)),
+            Err(_) => Err(CallError::Timeout(timeout)),
+        }
+    }
+
+    /// `notifications/roots/list_changed`: the working folder moved.
+    pub(crate) async fn roots_changed(&self) {
+        if let Err(error) = self.peer.notify_roots_list_changed().await {
+            tracing::debug!(%error, "could not send notifications/roots/list_changed");
         }
     }
 
@@ -391,6 +564,28 @@ impl Drop for AbandonGuard {
     }
 }
 
+/// Asks a server that logs to send lines from `level` up; one that refuses keeps its own.
+#[allow(deprecated)]
+async fn set_log_level(peer: Peer<RoleClient>, level: String) {
+    let logs = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.logging.is_some());
+    if !logs {
+        return;
+    }
+    let Ok(level) =
+        serde_json::from_value::<rmcp::model::LoggingLevel>(Value::from(level.as_str()))
+    else {
+        return;
+    };
+    let params = rmcp::model::SetLevelRequestParams::new(level);
+    match tokio::time::timeout(Duration::from_secs(5), peer.set_level(params)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::debug!(%error, "logging/setLevel refused"),
+        Err(_) => tracing::debug!("logging/setLevel unanswered"),
+    }
+}
+
 fn service_error(error: ServiceError) -> CallError {
     match error {
         ServiceError::Timeout { timeout } => CallError::Timeout(timeout),
@@ -435,6 +630,37 @@ fn spawn_child(
     Ok((transport, pid, stderr))
 }
 
+/// Serves over Streamable HTTP, through the server's stored OAuth tokens when a login made
+/// some (oauth.rs); a file of tokens that cannot be read leaves the server without them, and
+/// its 401 then asks for a login.
+async fn serve_streamable(
+    handler: Handler,
+    config: StreamableHttpClientTransportConfig,
+    http: &HttpConfig,
+    params: &ConnectParams<'_>,
+    cancel: CancellationToken,
+) -> Result<RunningService<RoleClient, Handler>, rmcp::service::ClientInitializeError> {
+    let oauth = match params.agent_dir {
+        Some(dir) => crate::oauth::streamable_client(params.server, http, dir)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(server = params.server, "MCP OAuth: {error}");
+                None
+            }),
+        None => None,
+    };
+    match oauth {
+        Some(client) => {
+            let transport = StreamableHttpClientTransport::with_client(client, config);
+            handler.serve_with_ct(transport, cancel).await
+        }
+        None => {
+            let transport = StreamableHttpClientTransport::from_config(config);
+            handler.serve_with_ct(transport, cancel).await
+        }
+    }
+}
+
 fn http_transport_config(
     config: &HttpConfig,
 ) -> Result<StreamableHttpClientTransportConfig, String> {
@@ -453,7 +679,7 @@ fn http_transport_config(
 
 /// reqwest is built with rustls but no crypto provider (see Cargo.toml); ring becomes the
 /// process default unless someone installed one already.
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Losing the race to another installer is fine: a provider is installed either way.
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -7,10 +7,17 @@ use serde_json::json;
 use tau_protocol::{AgentToolResult, ImageContent, TextContent, UserContentBlock};
 
 /// Maps a `tools/call` result; an `isError` result becomes `Err` with its text.
+///
+/// `structuredContent` (MCP 2025-06-18) stays in `details`. The model gets `content`, where
+/// the specification tells servers to put the same JSON as text; only when `content` is empty
+/// does the model get the JSON itself, as one text block. It is not checked against the
+/// tool's `outputSchema`: the server's answer passes as it is (decision T128).
 pub fn map_result(result: CallToolResult) -> Result<AgentToolResult, String> {
     let mut content: Vec<UserContentBlock> = result.content.into_iter().map(map_block).collect();
+    // rmcp keeps an explicit `null` apart from an absent field; neither is structured output.
+    let structured = result.structured_content.filter(|value| !value.is_null());
     if content.is_empty()
-        && let Some(structured) = &result.structured_content
+        && let Some(structured) = &structured
     {
         // A server SHOULD also send structured output as text; when it does not, the model
         // still gets to see it.
@@ -34,9 +41,7 @@ pub fn map_result(result: CallToolResult) -> Result<AgentToolResult, String> {
     Ok(AgentToolResult {
         extra: Default::default(),
         content,
-        details: result
-            .structured_content
-            .map(|structured| json!({ "structuredContent": structured })),
+        details: structured.map(|structured| json!({ "structuredContent": structured })),
         terminate: None,
     })
 }
@@ -86,4 +91,95 @@ pub(crate) fn text(text: String) -> UserContentBlock {
         text,
         text_signature: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn result(value: Value) -> CallToolResult {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn texts(result: &AgentToolResult) -> Vec<&str> {
+        result
+            .content
+            .iter()
+            .map(|block| match block {
+                UserContentBlock::Text(text) => text.text.as_str(),
+                UserContentBlock::Image(_) => "[image]",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn structured_content_beside_content_goes_to_details_and_the_model_gets_the_content() {
+        let mapped = map_result(result(json!({
+            "content": [{"type": "text", "text": "{\"temperature\":22}"}],
+            "structuredContent": {"temperature": 22},
+        })))
+        .unwrap();
+        assert_eq!(texts(&mapped), ["{\"temperature\":22}"]);
+        assert_eq!(
+            mapped.details,
+            Some(json!({"structuredContent": {"temperature": 22}}))
+        );
+    }
+
+    #[test]
+    fn structured_content_alone_reaches_the_model_as_its_json() {
+        let mapped = map_result(result(json!({
+            "content": [],
+            "structuredContent": {"temperature": 22, "conditions": "rain"},
+        })))
+        .unwrap();
+        assert_eq!(
+            texts(&mapped),
+            [r#"{"temperature":22,"conditions":"rain"}"#]
+        );
+        assert_eq!(
+            mapped.details,
+            Some(json!({"structuredContent": {"temperature": 22, "conditions": "rain"}}))
+        );
+        // Without `content` at all, the same.
+        let mapped = map_result(result(json!({"structuredContent": {"ok": true}}))).unwrap();
+        assert_eq!(texts(&mapped), [r#"{"ok":true}"#]);
+        assert_eq!(
+            mapped.details,
+            Some(json!({"structuredContent": {"ok": true}}))
+        );
+    }
+
+    #[test]
+    fn a_result_without_structured_content_has_no_details() {
+        let mapped =
+            map_result(CallToolResult::success(vec![ContentBlock::text("plain")])).unwrap();
+        assert_eq!(texts(&mapped), ["plain"]);
+        assert_eq!(mapped.details, None);
+        // An explicit null is no structured output either.
+        let mapped = map_result(result(json!({"content": [], "structuredContent": null}))).unwrap();
+        assert!(mapped.content.is_empty());
+        assert_eq!(mapped.details, None);
+    }
+
+    #[test]
+    fn an_error_result_says_its_text_or_its_structured_content() {
+        let error = map_result(result(json!({
+            "content": [{"type": "text", "text": "no such city"}],
+            "structuredContent": {"code": 404},
+            "isError": true,
+        })))
+        .unwrap_err();
+        assert_eq!(error, "no such city");
+        let error = map_result(result(json!({
+            "structuredContent": {"code": 404},
+            "isError": true,
+        })))
+        .unwrap_err();
+        assert_eq!(error, r#"{"code":404}"#);
+        let error = map_result(result(json!({"content": [], "isError": true}))).unwrap_err();
+        assert_eq!(error, "The MCP tool reported an error");
+    }
 }

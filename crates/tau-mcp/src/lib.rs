@@ -16,10 +16,18 @@ mod connection;
 mod content;
 mod manager;
 pub mod names;
+pub mod oauth;
 pub mod prompt;
 pub mod redact;
+mod resource_tools;
+mod resources;
+mod sse;
 mod tool;
 
+pub use client::{
+    ClientHost, ElicitationAnswer, ElicitationRequest, FieldKind, FormField, RootFolder,
+    SamplingReply, SamplingRequest, SamplingTurn, ServerLog,
+};
 pub use config::{
     BASE_ENV, ConfigError, ConfigErrorReason, ConfigFileError, HttpConfig, HttpTransport,
     InheritEnv, McpServer, ParsedServers, ServerConfig, StdioConfig, expand_variables,
@@ -30,4 +38,8 @@ pub use manager::{McpError, McpManager, McpOptions, ServerState, ServerStatus};
 pub use names::{MAX_TOOL_NAME_LEN, NameAllocator, base_tool_name, is_valid_tool_name, sanitize};
 pub use prompt::{ExpandedPrompt, McpPrompt, PromptArgumentInfo, PromptError};
 pub use redact::Redactor;
+pub use resource_tools::{
+    LIST_RESOURCES, ListResources, READ_RESOURCE, ReadResource, resource_tools,
+};
+pub use resources::{CompletionTarget, ResourceEntry};
 pub use tool::McpTool;

@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::ClientHost;
 use crate::config::{HttpTransport, McpServer, ServerConfig};
 use crate::connection::{CallError, ConnectParams, Connection, Progress};
 use crate::names::NameAllocator;
@@ -34,6 +35,11 @@ pub struct McpOptions {
     /// The `clientInfo` sent to servers.
     pub client_name: String,
     pub client_version: String,
+    /// The least level of the lines a server that logs is asked to send (`logging/setLevel`).
+    pub log_level: String,
+    /// The user's agent folder: an HTTP server's OAuth tokens are read from (and refreshed
+    /// into) its `mcp-auth.json` (decision T127). `None` uses no stored tokens.
+    pub agent_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for McpOptions {
@@ -44,6 +50,8 @@ impl Default for McpOptions {
             max_restarts: 3,
             client_name: "tau".to_string(),
             client_version: env!("CARGO_PKG_VERSION").to_string(),
+            log_level: "info".to_string(),
+            agent_dir: None,
         }
     }
 }
@@ -108,13 +116,21 @@ struct Slot {
 pub(crate) struct Server {
     pub(crate) name: String,
     config: ServerConfig,
-    options: Arc<McpOptions>,
+    pub(crate) options: Arc<McpOptions>,
     slot: watch::Sender<Slot>,
     restarts: AtomicU32,
     /// The last listed tools: kept while the server is down, so that calling one restarts it.
     tools: Mutex<Option<Vec<Tool>>>,
     /// The last listed prompts (none when the server offers none).
     prompts: Mutex<Vec<Prompt>>,
+    /// The last listed resources and templates (none when the server offers none).
+    pub(crate) resources: Mutex<crate::resources::Listed>,
+    /// URIs subscribed to, subscribed again after a restart.
+    pub(crate) subscribed: Mutex<std::collections::BTreeSet<String>>,
+    /// Serves what the server asks of the client.
+    host: Option<Arc<dyn ClientHost>>,
+    /// Whether the working folder is declared as its root.
+    roots: bool,
     /// Hides the server's env and header values in every message about it.
     pub(crate) redactor: Arc<Redactor>,
     events: broadcast::Sender<ServerStatus>,
@@ -125,7 +141,7 @@ pub(crate) struct Server {
 /// The MCP servers of one session. Cheap to clone; every clone is the same set of servers.
 #[derive(Clone)]
 pub struct McpManager {
-    servers: Arc<Vec<Arc<Server>>>,
+    pub(crate) servers: Arc<Vec<Arc<Server>>>,
     events: broadcast::Sender<ServerStatus>,
 }
 
@@ -141,6 +157,16 @@ impl McpManager {
     /// Starts every server in parallel and returns at once; each is `Starting` until it is
     /// ready or has failed. Must be called inside a Tokio runtime.
     pub fn start(servers: Vec<McpServer>, options: McpOptions) -> Self {
+        Self::start_with_host(servers, options, None)
+    }
+
+    /// [`McpManager::start`], with `host` serving what servers ask of the client (roots,
+    /// sampling, elicitation) and hearing their logs and resource updates.
+    pub fn start_with_host(
+        servers: Vec<McpServer>,
+        options: McpOptions,
+        host: Option<Arc<dyn ClientHost>>,
+    ) -> Self {
         let options = Arc::new(options);
         let (events, _) = broadcast::channel(64);
         let servers: Vec<Arc<Server>> = servers
@@ -159,6 +185,10 @@ impl McpManager {
                     restarts: AtomicU32::new(0),
                     tools: Mutex::new(None),
                     prompts: Mutex::new(Vec::new()),
+                    resources: Mutex::default(),
+                    subscribed: Mutex::default(),
+                    host: host.clone(),
+                    roots: server.roots,
                     redactor,
                     events: events.clone(),
                     shutdown: CancellationToken::new(),
@@ -424,6 +454,11 @@ impl Server {
             client_version: &self.options.client_version,
             startup_timeout: self.options.startup_timeout,
             redactor: self.redactor.clone(),
+            server: &self.name,
+            host: self.host.clone(),
+            roots: self.roots,
+            log_level: &self.options.log_level,
+            agent_dir: self.options.agent_dir.as_deref(),
         };
         let on_closed = move |message: String| {
             if let Some(server) = weak.upgrade() {
@@ -437,8 +472,8 @@ impl Server {
         };
         let outcome = match established {
             Ok(connection) => {
-                // Both lists at once: the prompts cost the start no extra round trip.
-                let (listed, prompts) = tokio::select! {
+                // The lists at once: prompts and resources cost the start no extra round trip.
+                let (listed, prompts, resources) = tokio::select! {
                     () = self.shutdown.cancelled() => {
                         connection.close().await;
                         return;
@@ -447,6 +482,7 @@ impl Server {
                         tokio::join!(
                             connection.list_tools(self.options.request_timeout),
                             self.fetch_prompts(&connection),
+                            self.fetch_resources(&connection),
                         )
                     } => lists,
                 };
@@ -454,6 +490,11 @@ impl Server {
                     Ok(tools) => {
                         *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = Some(tools);
                         *self.prompts.lock().unwrap_or_else(PoisonError::into_inner) = prompts;
+                        *self
+                            .resources
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner) = resources;
+                        self.resubscribe(&connection);
                         Ok(connection)
                     }
                     Err(error) => {
@@ -511,6 +552,7 @@ impl Server {
                 };
                 server.refresh_tools().await;
                 server.refresh_prompts().await;
+                server.refresh_resources().await;
             }
         });
         let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
@@ -614,6 +656,14 @@ impl Server {
         Ok(())
     }
 
+    /// The live connection, if the server is ready (no waiting, no restart).
+    pub(crate) fn ready_connection(&self) -> Option<Arc<Connection>> {
+        match &self.slot.borrow().phase {
+            Phase::Ready(connection) if !connection.is_closed() => Some(connection.clone()),
+            _ => None,
+        }
+    }
+
     /// Lists the tools again when the server said they changed.
     async fn refresh_tools(&self) {
         let Phase::Ready(connection) = self.slot.borrow().phase.clone() else {
@@ -661,7 +711,7 @@ impl Server {
 
     /// The server's connection for one request, waiting for a start within the request's
     /// deadline, and what is left of that deadline afterwards (at least a moment).
-    async fn connection_for_request(
+    pub(crate) async fn connection_for_request(
         self: &Arc<Self>,
         cancel: &CancellationToken,
     ) -> Result<(Arc<Connection>, Duration), String> {

@@ -107,6 +107,7 @@ mod tests {
                 inherit_env: Default::default(),
             }),
             expanded: vec!["from-var".into()],
+            roots: true,
         };
         let redactor = Redactor::for_server(&stdio);
         assert_eq!(
@@ -119,6 +120,7 @@ mod tests {
                 url: "https://example.com".into(),
                 headers: BTreeMap::from([("Authorization".to_string(), "Bearer abc.def".into())]),
                 transport: HttpTransport::StreamableHttp,
+                oauth_client_id: None,
             }),
         );
         let redactor = Redactor::for_server(&http);

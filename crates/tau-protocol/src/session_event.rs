@@ -72,7 +72,7 @@ pub struct TodoReminderItem {
 pub enum McpTransport {
     Stdio,
     Http,
-    /// Configured as `type: "sse"`; reached over Streamable HTTP (decision T86).
+    /// Configured as `type: "sse"`: the older HTTP+SSE transport (decision T128).
     Sse,
 }
 

@@ -463,6 +463,10 @@ pub const KEYS: &[SettingKey] = &[
     key("mcp.requestTimeoutMs", Reach::Behaviour),
     key("mcp.startupTimeoutMs", Reach::Behaviour),
     key("mcp.maxRestarts", Reach::Behaviour),
+    key("mcp.logLevel", Reach::Behaviour),
+    key("mcp.elicitation", Reach::Behaviour),
+    // A server's request is answered by the model, on the user's key (decision T129).
+    key("mcp.sampling", Reach::MovesData),
     key("theme", Reach::Behaviour),
     // An `allow` rule lets a command run without asking (decision T123).
     // The whole object (`defaultMode`, `allow`, `deny`): one key, read whole.

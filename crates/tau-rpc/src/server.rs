@@ -269,6 +269,15 @@ impl RpcServer {
             }
             // Routed to the dialog it answers; pi ignores responses whose id matches nothing.
             Inbound::UiResponse(response) => {
+                if self
+                    .session
+                    .tools()
+                    .mcp_client()
+                    .dialogs()
+                    .answer(&response)
+                {
+                    return;
+                }
                 if let Some(extensions) = self.session.extension_binding().extensions() {
                     extensions.resolve_ui(&response);
                 }
@@ -1027,6 +1036,46 @@ impl RpcServer {
                     Err(err) => fail(id, name, err.to_string()),
                 }
             }
+            RpcCommand::GetMcpResources(_) => {
+                let resources = self
+                    .session
+                    .tools()
+                    .mcp()
+                    .map(|mcp| mcp.resources())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|entry| tau_protocol::rpc::McpResourceInfo {
+                        server: entry.server,
+                        uri: entry.uri,
+                        name: entry.name,
+                        description: entry.description,
+                        mime_type: entry.mime_type,
+                        template: entry.template,
+                    })
+                    .collect();
+                ok(id, name, &tau_protocol::rpc::McpResourcesData { resources })
+            }
+            RpcCommand::CompleteMcpArgument(c) => {
+                let Some(mcp) = self.session.tools().mcp() else {
+                    let empty = tau_protocol::rpc::McpCompletionData {
+                        argument: None,
+                        values: Vec::new(),
+                    };
+                    return ok(id, name, &empty);
+                };
+                // Typing waits for this: a server slower than this is not worth waiting for.
+                match mcp
+                    .complete_argument(&c.text, std::time::Duration::from_secs(5))
+                    .await
+                {
+                    Ok((argument, values)) => ok(
+                        id,
+                        name,
+                        &tau_protocol::rpc::McpCompletionData { argument, values },
+                    ),
+                    Err(err) => fail(id, name, err),
+                }
+            }
             RpcCommand::GetCommands(_) => ok(
                 id,
                 name,
@@ -1240,6 +1289,7 @@ where
         .cloned()
         .map(|extensions| EarlyRoutes {
             extensions,
+            dialogs: std::sync::Arc::clone(server.session().tools().mcp_client().dialogs()),
             interrupt: std::sync::Arc::clone(&server.interrupt),
         });
     let reader = std::thread::Builder::new()
@@ -1381,6 +1431,8 @@ where
 /// the dialog, and an `abort` cuts off what the loop waits on before the loop handles it.
 struct EarlyRoutes {
     extensions: std::sync::Arc<tau_extensions::Extensions>,
+    /// The core's own dialogs, answered before the extensions'.
+    dialogs: std::sync::Arc<tau_session::dialogs::Dialogs>,
     interrupt: std::sync::Arc<LoopInterrupt>,
 }
 
@@ -1391,7 +1443,9 @@ impl EarlyRoutes {
         if finder("extension_ui_response")
             && let Inbound::UiResponse(response) = parse_line(line)
         {
-            self.extensions.resolve_ui(&response);
+            if !self.dialogs.answer(&response) {
+                self.extensions.resolve_ui(&response);
+            }
             return true;
         }
         if finder("abort")

@@ -207,7 +207,7 @@ impl Summarizer {
 }
 
 /// The text of a finished reply, or its error message.
-async fn complete(
+pub(crate) async fn complete(
     client: &HttpClient,
     model: &Model,
     context: &tau_ai::provider::Context,

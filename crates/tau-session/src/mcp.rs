@@ -162,6 +162,9 @@ pub fn options(settings: &Settings) -> McpOptions {
         max_restarts: settings
             .get::<u32>("mcp.maxRestarts")
             .unwrap_or(defaults.max_restarts),
+        log_level: settings
+            .get::<String>("mcp.logLevel")
+            .unwrap_or_else(|| defaults.log_level.clone()),
         ..defaults
     }
 }
@@ -190,9 +193,14 @@ impl std::fmt::Debug for McpServers {
 impl McpServers {
     /// Starts every server in parallel and returns at once; each server's state, then each
     /// change of it, goes to `events`. Must be called inside the runtime, after `ready`.
-    pub(crate) fn start(servers: Vec<McpServer>, options: McpOptions, events: EventSink) -> Self {
+    pub(crate) fn start(
+        servers: Vec<McpServer>,
+        options: McpOptions,
+        events: EventSink,
+        host: Option<Arc<dyn tau_mcp::ClientHost>>,
+    ) -> Self {
         let startup_timeout = options.startup_timeout;
-        let manager = McpManager::start(servers, options);
+        let manager = McpManager::start_with_host(servers, options, host);
         let stop = CancellationToken::new();
         // Subscribed before the first snapshot: no change falls between the two.
         let receiver = manager.subscribe();
@@ -283,6 +291,147 @@ impl McpServers {
         })
     }
 
+    /// Attaches each `@<server>:<uri>` of `text` naming a server of this session (decision
+    /// T129): the resource is read and its text follows the prompt in a `<resource>` block,
+    /// its images join the message's; the mention itself stays. `None` when `text` names
+    /// none; an error names the resource that could not be read. A resource whose server
+    /// offers subscriptions is subscribed to, so its updates are announced.
+    pub async fn attach_mentions(
+        &self,
+        text: &str,
+        cancel: &CancellationToken,
+    ) -> Option<Result<(String, Vec<tau_protocol::ImageContent>), String>> {
+        let servers: Vec<String> = self
+            .manager
+            .statuses()
+            .into_iter()
+            .map(|status| status.name)
+            .collect();
+        let mentions = mentions(text, &servers);
+        if mentions.is_empty() {
+            return None;
+        }
+        let mut attached = text.to_string();
+        let mut images = Vec::new();
+        for (server, uri) in mentions {
+            let blocks = match self.manager.read_resource(&server, &uri, cancel).await {
+                Ok(blocks) => blocks,
+                Err(error) => {
+                    return Some(Err(format!("cannot attach @{server}:{uri}: {error}")));
+                }
+            };
+            let mut body = Vec::new();
+            for block in blocks {
+                match block {
+                    tau_protocol::UserContentBlock::Text(text) => body.push(text.text),
+                    tau_protocol::UserContentBlock::Image(image) => images.push(image),
+                }
+            }
+            attached.push_str(&format!(
+                "\n\n<resource server=\"{server}\" uri=\"{uri}\">\n{}\n</resource>",
+                body.join("\n")
+            ));
+            let manager = self.manager.clone();
+            tokio::spawn(async move {
+                if let Err(error) = manager.subscribe_resource(&server, &uri).await {
+                    tracing::debug!("not subscribed to @{server}:{uri}: {error}");
+                }
+            });
+        }
+        Some(Ok((attached, images)))
+    }
+
+    /// Completions of the last word of `text` (empty after a space), each a replacement
+    /// for that word (decision T129): an argument of `/mcp:<server>:<prompt> words…` (the
+    /// words before it given to the server as context), or the placeholder being typed in
+    /// a mention of a resource template, `@<server>:<uri typed so far>`. The argument's
+    /// name comes with them; nothing when the word is neither. Bounded by `timeout`.
+    pub async fn complete_argument(
+        &self,
+        text: &str,
+        timeout: Duration,
+    ) -> Result<(Option<String>, Vec<String>), String> {
+        let last = if text.ends_with(char::is_whitespace) {
+            ""
+        } else {
+            text.split_whitespace().last().unwrap_or_default()
+        };
+        let asked = match last.strip_prefix('@') {
+            Some(mention) => self.template_completion(mention),
+            None => self.prompt_completion(text, last),
+        };
+        let Some((server, target, argument, value, context, to_word)) = asked else {
+            return Ok((None, Vec::new()));
+        };
+        let values = self
+            .manager
+            .complete_argument(&server, &target, &argument, &value, context);
+        let values = tokio::time::timeout(timeout, values)
+            .await
+            .map_err(|_| format!("no completion within {} ms", timeout.as_millis()))??;
+        Ok((Some(argument), values.iter().map(|v| to_word(v)).collect()))
+    }
+
+    /// The prompt argument the last word of `text` is.
+    fn prompt_completion(&self, text: &str, last: &str) -> Option<Completion> {
+        let rest = text.strip_prefix('/')?;
+        let (command, args) = rest.split_once(char::is_whitespace)?;
+        let prompt = self.manager.prompt(command)?;
+        let words: Vec<&str> = args.split_whitespace().collect();
+        let index = if last.is_empty() {
+            words.len()
+        } else {
+            words.len().checked_sub(1)?
+        };
+        let argument = prompt.arguments.get(index)?;
+        let context = prompt
+            .arguments
+            .iter()
+            .zip(&words[..index])
+            .map(|(argument, word)| (argument.name.clone(), (*word).to_string()))
+            .collect();
+        Some((
+            prompt.server.clone(),
+            tau_mcp::CompletionTarget::Prompt(prompt.name.clone()),
+            argument.name.clone(),
+            last.to_string(),
+            context,
+            Box::new(|value: &str| value.to_string()),
+        ))
+    }
+
+    /// The placeholder of a template being typed in `mention` (`<server>:<uri so far>`): the
+    /// template whose text before its first `{name}` the typed URI starts with.
+    fn template_completion(&self, mention: &str) -> Option<Completion> {
+        let (server, typed) = mention.split_once(':')?;
+        self.manager
+            .current_resources()
+            .into_iter()
+            .filter(|entry| entry.template && entry.server == server)
+            .find_map(|entry| {
+                let open = entry.uri.find('{')?;
+                let close = open + entry.uri[open..].find('}')?;
+                let prefix = &entry.uri[..open];
+                let value = typed.strip_prefix(prefix)?;
+                let argument = entry.uri[open + 1..close].to_string();
+                let word_start = format!("@{server}:{prefix}");
+                Some((
+                    server.to_string(),
+                    tau_mcp::CompletionTarget::ResourceTemplate(entry.uri.clone()),
+                    argument,
+                    value.to_string(),
+                    std::collections::HashMap::new(),
+                    Box::new(move |value: &str| format!("{word_start}{value}"))
+                        as Box<dyn Fn(&str) -> String + Send>,
+                ))
+            })
+    }
+
+    /// The servers' resources and templates as last listed (for completion).
+    pub fn resources(&self) -> Vec<tau_mcp::ResourceEntry> {
+        self.manager.current_resources()
+    }
+
     /// What a run needs to follow the servers' tools from one model call to the next.
     pub(crate) fn run_tools(&self, filter: ToolFilter) -> McpRunTools {
         McpRunTools {
@@ -291,6 +440,63 @@ impl McpServers {
             filter,
             waited: Arc::new(AtomicBool::new(false)),
         }
+    }
+}
+
+/// What completing one argument takes: the server, what the argument belongs to, its
+/// name, the value typed, the arguments before it, and how a value becomes the word.
+type Completion = (
+    String,
+    tau_mcp::CompletionTarget,
+    String,
+    String,
+    std::collections::HashMap<String, String>,
+    Box<dyn Fn(&str) -> String + Send>,
+);
+
+/// The `@<server>:<uri>` mentions of `text` whose server is one of `servers`: a mention
+/// starts a word (after an opening bracket or quote) and runs to the next whitespace (a
+/// closing bracket, quote, `,`, `.` or `;` at its end left out), each once.
+fn mentions(text: &str, servers: &[String]) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = Vec::new();
+    for word in text.split_whitespace() {
+        let word = word.trim_start_matches(['(', '"', '\'']);
+        let Some(rest) = word.strip_prefix('@') else {
+            continue;
+        };
+        let Some((server, uri)) = rest.split_once(':') else {
+            continue;
+        };
+        let uri = uri.trim_end_matches([')', ',', '.', ';', '"', '\'']);
+        if uri.is_empty() || !servers.iter().any(|name| name == server) {
+            continue;
+        }
+        let mention = (server.to_string(), uri.to_string());
+        if !found.contains(&mention) {
+            found.push(mention);
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod mention_tests {
+    use super::mentions;
+
+    #[test]
+    fn mentions_name_known_servers_only_each_once() {
+        let servers = vec!["docs".to_string(), "every thing".to_string()];
+        assert_eq!(
+            mentions(
+                "see @docs:file:///a.md, and (@docs:demo://b). mail me@docs:x @other:y @docs:file:///a.md",
+                &servers
+            ),
+            [
+                ("docs".to_string(), "file:///a.md".to_string()),
+                ("docs".to_string(), "demo://b".to_string())
+            ]
+        );
+        assert!(mentions("@docs: nothing", &servers).is_empty());
     }
 }
 
@@ -308,15 +514,30 @@ impl ToolFilter {
     /// The servers' tools as last listed that this filter lets through, in the servers'
     /// order.
     pub(crate) fn mcp_tools(&self, manager: &McpManager) -> Vec<Arc<dyn AgentTool>> {
-        self.admit(manager.current_tools(self.reserved.iter().cloned()))
+        self.admit(
+            manager,
+            manager.current_tools(self.reserved.iter().cloned()),
+        )
     }
 
-    fn admit(&self, tools: Vec<Arc<tau_mcp::McpTool>>) -> Vec<Arc<dyn AgentTool>> {
-        tools
+    /// The servers' tools this filter lets through, then the resource tools while some
+    /// server has resources (decision T129).
+    fn admit(
+        &self,
+        manager: &McpManager,
+        tools: Vec<Arc<tau_mcp::McpTool>>,
+    ) -> Vec<Arc<dyn AgentTool>> {
+        let mut admitted: Vec<Arc<dyn AgentTool>> = tools
             .into_iter()
-            .filter(|tool| (self.allows)(tool.name()))
             .map(|tool| tool as Arc<dyn AgentTool>)
-            .collect()
+            .collect();
+        if manager.has_resources() {
+            let (list, read) = tau_mcp::resource_tools(manager);
+            admitted.push(Arc::new(list));
+            admitted.push(Arc::new(read));
+        }
+        admitted.retain(|tool| (self.allows)(tool.name()));
+        admitted
     }
 }
 
@@ -354,6 +575,7 @@ impl McpRunTools {
         // A server whose list changed and was not listed again yet (the notification came
         // with the last tool's result) is listed now: the change applies to this call.
         let servers = self.filter.admit(
+            &self.manager,
             self.manager
                 .tools(self.filter.reserved.iter().cloned())
                 .await,

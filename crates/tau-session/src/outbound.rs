@@ -93,6 +93,11 @@ pub struct WeakEventSink {
 }
 
 impl WeakEventSink {
+    /// The sink, while the writer is there.
+    pub fn upgrade(&self) -> Option<EventSink> {
+        self.tx.upgrade().map(|tx| EventSink { tx })
+    }
+
     /// [`EventSink::emit_now`], while the writer is there.
     pub fn emit_now(&self, event: SessionEvent) {
         if let Some(tx) = self.tx.upgrade() {

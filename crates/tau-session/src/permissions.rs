@@ -475,6 +475,58 @@ impl Permissions {
             Decision::Deny(reason) => return Err(reason),
             Decision::Ask { kind, title, rule } => (kind, title, rule),
         };
+        self.wait_for_user(call, args, kind, title, rule, events, cancel)
+            .await
+    }
+
+    /// Asks the user about something other than a model's tool call (an MCP server's
+    /// sampling request, named by `call.name`): `deny` and `allow` rules for the name answer
+    /// first, then the user is asked whatever the mode (the mode is about the model's calls).
+    pub async fn ask(
+        &self,
+        call: &ToolCall,
+        args: &Map<String, Value>,
+        title: String,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        {
+            let state = self.lock();
+            if let Some(rule) = state
+                .rules
+                .deny
+                .iter()
+                .find(|rule| rule.refuses(&call.name, args, &self.cwd))
+            {
+                return Err(format!("The permission rule \"{rule}\" does not allow it."));
+            }
+            if state
+                .rules
+                .allow
+                .iter()
+                .chain(&state.session_allow)
+                .any(|rule| rule.covers(&call.name, args, &self.cwd))
+            {
+                return Ok(());
+            }
+        }
+        let rule = call.name.clone();
+        self.wait_for_user(call, args, ToolKind::Other, title, rule, events, cancel)
+            .await
+    }
+
+    /// Sends a `permission_request` and waits for its answer (or the end of `cancel`).
+    #[allow(clippy::too_many_arguments)]
+    async fn wait_for_user(
+        &self,
+        call: &ToolCall,
+        args: &Map<String, Value>,
+        kind: ToolKind,
+        title: String,
+        rule: String,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
         let (id, answer) = {
             let mut state = self.lock();
             if state.closed {

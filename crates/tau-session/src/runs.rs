@@ -94,6 +94,17 @@ impl Runs {
             .clone()
     }
 
+    /// What a model call outside a run needs (a summary, an MCP server's sampling request):
+    /// the selected model with its credentials, over the session's HTTP client.
+    pub(crate) fn summarizer(
+        &mut self,
+        models: &crate::model_choice::ModelChoice,
+        preferences: &crate::preferences::Preferences,
+        conversation: &crate::conversation::Conversation,
+    ) -> Result<crate::compactor::Summarizer, crate::SessionError> {
+        crate::compactor::Summarizer::new(models, || self.client(), preferences, conversation)
+    }
+
     /// A run or compaction task exists, streaming or finishing its post-run work.
     pub fn has_task(&self) -> bool {
         self.active.is_some()

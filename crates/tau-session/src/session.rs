@@ -15,7 +15,7 @@ use tau_ai::registry::Registry;
 use tau_protocol::extension::ExtensionAction;
 use tau_protocol::{AgentMessage, ImageContent, Model, ThinkingLevel};
 
-use crate::compactor::{CompactDone, ManualCompaction, Summarizer};
+use crate::compactor::{CompactDone, ManualCompaction};
 use crate::conversation::Conversation;
 pub use crate::error::SessionError;
 use crate::extension_binding::{ExtensionBinding, SessionKeys};
@@ -532,6 +532,13 @@ impl AgentSession {
                 .emit(SessionEvent::ThinkingLevelChanged { level })
                 .await;
         }
+        if self.tools.mcp_client().started() {
+            let sampler = self
+                .runs
+                .summarizer(&self.models, &self.preferences, &self.conversation)
+                .ok();
+            self.tools.mcp_client().set_sampler(sampler);
+        }
         let now = (self.models.model(), self.models.thinking_level());
         self.extensions.announce_choice(before, now, source).await;
     }
@@ -549,19 +556,40 @@ impl AgentSession {
 
     /// Starts the MCP servers (in parallel; this returns at once): their tools join the
     /// session's as each server lists them, and their states go out as `mcp_server_status`
-    /// events. Call it inside the runtime, after `ready`, once per session.
+    /// events; `features` says what they may ask of this front-end (decision T129). Call it
+    /// inside the runtime, after `ready`, once per session.
     pub fn start_mcp(
         &mut self,
         servers: Vec<crate::mcp::McpServer>,
-        options: crate::mcp::McpOptions,
+        mut options: crate::mcp::McpOptions,
+        features: crate::mcp_client::McpClientFeatures,
     ) {
         let config = self.workspace.config();
+        // Where `tau mcp login` keeps the HTTP servers' tokens (decision T127).
+        options
+            .agent_dir
+            .get_or_insert_with(|| config.agent_dir.clone());
         let dir = crate::mcp::process_dir(config);
-        let servers = servers
+        let cwd = config.cwd.clone();
+        let servers: Vec<_> = servers
             .into_iter()
             .map(|server| crate::mcp::placed_in(server, &dir))
             .collect();
-        self.tools.start_mcp(servers, options);
+        if servers.is_empty() {
+            return;
+        }
+        let sampler = self
+            .runs
+            .summarizer(&self.models, &self.preferences, &self.conversation)
+            .ok();
+        let host = self.tools.mcp_client_mut().start(
+            features,
+            &cwd,
+            self.events.downgrade(),
+            Arc::clone(&self.permissions),
+            sampler,
+        );
+        self.tools.start_mcp(servers, options, Some(host));
     }
 
     /// The slash commands, as `get_commands` and an extension's `pi.getCommands()` list them:
@@ -638,14 +666,13 @@ impl AgentSession {
                 },
             }
         });
+        let summarizer = self
+            .runs
+            .summarizer(&self.models, &self.preferences, &self.conversation)
+            .ok();
+        self.tools.mcp_client().set_sampler(summarizer.clone());
         let services = RunServices {
-            summarizer: Summarizer::new(
-                &self.models,
-                || self.runs.client(),
-                &self.preferences,
-                &self.conversation,
-            )
-            .ok(),
+            summarizer,
             conversation: Arc::clone(&self.conversation),
             events: self.events.clone(),
             retry: self.preferences.retry_settings(),
@@ -664,13 +691,10 @@ impl AgentSession {
     /// are delivered by a run that follows at once; a prompt meanwhile is held until it ends.
     pub async fn start_compact(&mut self, custom_instructions: Option<String>, done: CompactDone) {
         self.runs.abort().await;
-        let summarizer = Summarizer::new(
-            &self.models,
-            || self.runs.client(),
-            &self.preferences,
-            &self.conversation,
-        )
-        .map_err(|e| e.to_string());
+        let summarizer = self
+            .runs
+            .summarizer(&self.models, &self.preferences, &self.conversation)
+            .map_err(|e| e.to_string());
         let (spec, services) = self.run_inputs(None);
         self.runs.start_compaction(
             spec,
@@ -691,6 +715,7 @@ impl AgentSession {
     pub fn input_closed(&self) {
         self.tools.host_bridge().disconnect();
         self.permissions.close();
+        self.tools.mcp_client().dialogs().close();
         self.conversation
             .close_input(crate::runs::SILENCE_AFTER_INPUT_CLOSED);
         self.conversation.abort_retry();

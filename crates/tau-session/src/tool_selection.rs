@@ -112,6 +112,8 @@ pub struct ToolSet {
     bash_commands: Arc<crate::bash_commands::BashCommands>,
     /// The MCP servers, once started.
     mcp: Option<McpServers>,
+    /// What the MCP servers ask of the client (decision T129).
+    mcp_client: crate::mcp_client::McpClientSide,
     /// Where the file tools read and write text files instead of the disk (ACP mode's
     /// client), once a front-end sets it.
     files: Mutex<Option<Arc<dyn tau_tools::FileAccess>>>,
@@ -140,6 +142,7 @@ impl ToolSet {
             events,
             bash_commands: Arc::default(),
             mcp: None,
+            mcp_client: Default::default(),
             files: Mutex::default(),
             commands: Mutex::default(),
         }
@@ -158,11 +161,30 @@ impl ToolSet {
     /// Starts the MCP servers (in parallel, returning at once); their tools join the tools
     /// as they are listed. Must run inside the runtime, after `ready`: their status events
     /// follow it. Nothing to start starts nothing.
-    pub(crate) fn start_mcp(&mut self, servers: Vec<McpServer>, options: McpOptions) {
+    pub(crate) fn start_mcp(
+        &mut self,
+        servers: Vec<McpServer>,
+        options: McpOptions,
+        host: Option<Arc<dyn tau_mcp::ClientHost>>,
+    ) {
         if servers.is_empty() || self.mcp.is_some() {
             return;
         }
-        self.mcp = Some(McpServers::start(servers, options, self.events.clone()));
+        self.mcp = Some(McpServers::start(
+            servers,
+            options,
+            self.events.clone(),
+            host,
+        ));
+    }
+
+    /// What the MCP servers ask of the client: the core's dialogs, a front-end's forms.
+    pub fn mcp_client(&self) -> &crate::mcp_client::McpClientSide {
+        &self.mcp_client
+    }
+
+    pub(crate) fn mcp_client_mut(&mut self) -> &mut crate::mcp_client::McpClientSide {
+        &mut self.mcp_client
     }
 
     /// The running MCP servers, if any are configured.

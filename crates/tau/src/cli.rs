@@ -175,6 +175,11 @@ pub struct Cli {
     /// RPC and one-shot modes; ACP asks by default).
     #[arg(long, value_name = "MODE", value_parser = parse_permission_mode)]
     pub permission_mode: Option<tau_protocol::PermissionMode>,
+    /// Whether MCP servers may have the model answer them (`sampling/createMessage`):
+    /// `off`, `ask` (a permission request each time) or `allow`. Default: `ask` in the
+    /// terminal and ACP, `off` in RPC and the one-shot modes (setting `mcp.sampling`).
+    #[arg(long, value_name = "POLICY", value_parser = ["off", "ask", "allow"])]
+    pub mcp_sampling: Option<String>,
     /// Make no network calls at startup (tau never does: it installs no packages and checks
     /// for no updates).
     #[arg(long)]

@@ -6,6 +6,7 @@ mod alloc_stats;
 mod cli;
 mod extensions;
 mod list_models;
+mod mcp_login;
 mod modes;
 mod oneshot;
 mod packages;
@@ -35,6 +36,10 @@ fn tau_main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     // Package commands and `--export` do their work and exit before any mode starts.
     if let Some(code) = packages::dispatch(&args) {
+        return code;
+    }
+    // `tau mcp login|logout`: OAuth for remote MCP servers (T127).
+    if let Some(code) = mcp_login::dispatch(&args) {
         return code;
     }
     let invocation = match cli::parse(args) {

@@ -353,7 +353,12 @@ fn listing(packages: &[Configured]) -> String {
 /// Whether the project is trusted for a package command: `--approve`/`--no-approve`; a folder
 /// with nothing waiting for trust; the user's `trust.json`; `defaultProjectTrust: "always"` in
 /// the user's settings. `update` uses the override and `trust.json` alone, as pi does.
-fn project_trusted(agent_dir: &Path, cwd: &Path, given: Option<bool>, saved_only: bool) -> bool {
+pub(crate) fn project_trusted(
+    agent_dir: &Path,
+    cwd: &Path,
+    given: Option<bool>,
+    saved_only: bool,
+) -> bool {
     if let Some(trusted) = given {
         return trusted;
     }

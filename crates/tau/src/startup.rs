@@ -71,6 +71,8 @@ pub(crate) struct SessionParts {
     /// The mode tool calls start in, and whether anyone answers when one asks.
     permission_mode: PermissionMode,
     can_ask: bool,
+    /// What the MCP servers may ask of this front-end (decision T129).
+    mcp_client: tau_session::mcp_client::McpClientFeatures,
 }
 
 impl SessionParts {
@@ -92,8 +94,9 @@ impl SessionParts {
         if !self.can_ask {
             // A call that would ask is refused at once rather than waiting for ever.
             session.permissions().close();
+            session.tools().mcp_client().dialogs().close();
         }
-        session.start_mcp(self.mcp.servers, self.mcp_options);
+        session.start_mcp(self.mcp.servers, self.mcp_options, self.mcp_client);
         session
     }
 }
@@ -207,6 +210,7 @@ pub(crate) fn prepare(options: RunOptions) -> anyhow::Result<Start> {
     }
     let mcp_options = tau_session::mcp::options(&settings);
     let (permission_mode, can_ask) = permission_start(options.mode, cli, &settings);
+    let mcp_client = mcp_client_features(options.mode, cli, &settings);
     // ACP mode opens a session per `session/new` or `session/load`, each from these.
     let acp_launcher = (options.mode == RunMode::Acp).then(|| tau_acp::Launcher {
         config: config.clone(),
@@ -214,6 +218,7 @@ pub(crate) fn prepare(options: RunOptions) -> anyhow::Result<Start> {
         make_registry: registry_maker(&extensions, &agent_dir),
         mcp_servers: mcp.servers.clone(),
         mcp_options: mcp_options.clone(),
+        mcp_client,
         version: env!("CARGO_PKG_VERSION").to_string(),
         // Each session after the first starts the same extensions afresh (T103).
         load_extensions: extensions.get().is_some().then(|| {
@@ -240,6 +245,7 @@ pub(crate) fn prepare(options: RunOptions) -> anyhow::Result<Start> {
             mcp_options,
             permission_mode,
             can_ask,
+            mcp_client,
         },
         mode: options.mode,
         cli: options.cli,
@@ -255,6 +261,41 @@ pub(crate) fn prepare(options: RunOptions) -> anyhow::Result<Start> {
         signals,
     };
     Ok(Start::Serve(Box::new(Prepared { run, runtime })))
+}
+
+/// What MCP servers may ask of this front-end (decision T129): forms wherever someone
+/// answers dialogs (RPC clients, the terminal), sampling asked about in the terminal and
+/// refused over RPC unless the host turns it on (`--mcp-sampling`, `mcp.sampling`); the
+/// one-shot modes have nobody to ask.
+fn mcp_client_features(
+    mode: RunMode,
+    cli: &cli::Cli,
+    settings: &Settings,
+) -> tau_session::mcp_client::McpClientFeatures {
+    use tau_session::mcp_client::{McpClientFeatures, SamplingPolicy};
+    let defaults = match mode {
+        RunMode::Interactive => McpClientFeatures {
+            sampling: SamplingPolicy::Ask,
+            elicitation: true,
+        },
+        RunMode::Rpc => McpClientFeatures {
+            sampling: SamplingPolicy::Off,
+            elicitation: true,
+        },
+        RunMode::Acp => McpClientFeatures {
+            sampling: SamplingPolicy::Ask,
+            elicitation: false,
+        },
+        RunMode::Text | RunMode::Json => return McpClientFeatures::NONE,
+    };
+    let mut features = McpClientFeatures::from_settings(settings, defaults);
+    features.sampling = match cli.mcp_sampling.as_deref() {
+        Some("off") => SamplingPolicy::Off,
+        Some("ask") => SamplingPolicy::Ask,
+        Some("allow") => SamplingPolicy::Allow,
+        _ => features.sampling,
+    };
+    features
 }
 
 /// The permission mode a session starts in, and whether anyone can answer a request
@@ -377,15 +418,12 @@ fn session_config(
     }
 }
 
-/// The MCP servers trust allows, and the command line's (`--mcp-config`, relative to `cwd`).
-fn configured_mcp_servers(
-    cli: &cli::Cli,
+/// `--mcp-config` files as paths: `~/` expanded, relative ones taken from `cwd`.
+pub(crate) fn mcp_config_files(
+    files: &[std::path::PathBuf],
     cwd: &std::path::Path,
-    settings: &Settings,
-    config: &SessionConfig,
-) -> tau_session::mcp::Configured {
-    let files: Vec<std::path::PathBuf> = cli
-        .mcp_config
+) -> Vec<std::path::PathBuf> {
+    files
         .iter()
         .map(|file| {
             let file = tau_base::paths::expand_tilde(&file.to_string_lossy());
@@ -395,7 +433,17 @@ fn configured_mcp_servers(
                 cwd.join(file)
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The MCP servers trust allows, and the command line's (`--mcp-config`, relative to `cwd`).
+fn configured_mcp_servers(
+    cli: &cli::Cli,
+    cwd: &std::path::Path,
+    settings: &Settings,
+    config: &SessionConfig,
+) -> tau_session::mcp::Configured {
+    let files = mcp_config_files(&cli.mcp_config, cwd);
     tau_session::mcp::configured_servers(
         tau_session::mcp::McpSources {
             settings,

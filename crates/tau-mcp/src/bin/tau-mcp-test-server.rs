@@ -12,7 +12,12 @@
 //! Prompts: `greet {name, style?}` (a user and an assistant message) and `picture` (a text
 //! and a 1x1 PNG). `--http <port> --reject` answers every request 401 with the request's
 //! headers echoed in the body: a server that repeats the secret it was sent. `--tools a,b`
-//! lists only those tools.
+//! lists only those tools. `--http <port> --oauth [--token-ttl <secs>]` requires OAuth and is
+//! its own authorization server (`test_server/oauth.rs`).
+
+// Not `mod oauth;`: a file beside this one would be taken for another binary.
+#[path = "test_server/oauth.rs"]
+mod oauth;
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -333,10 +338,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut http_port = None;
     let mut reject = false;
     let mut only = None;
+    let mut oauth = false;
+    let mut token_ttl = Duration::from_secs(3600);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => http_port = Some(args.next().ok_or("--http needs a port")?.parse::<u16>()?),
             "--reject" => reject = true,
+            "--oauth" => oauth = true,
+            "--token-ttl" => {
+                let secs = args.next().ok_or("--token-ttl needs seconds")?;
+                token_ttl = Duration::from_secs(secs.parse()?);
+            }
             "--tools" => {
                 let names = args.next().ok_or("--tools needs a list")?;
                 only = Some(names.split(',').map(str::to_string).collect());
@@ -366,6 +378,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default(),
     );
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let address = listener.local_addr()?;
     let router = if reject {
         axum::Router::new().fallback(|headers: axum::http::HeaderMap| async move {
             let echoed: Vec<String> = headers
@@ -377,11 +391,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 format!("rejected; you sent {}", echoed.join(", ")),
             )
         })
+    } else if oauth {
+        oauth::OAuth::new(format!("http://{address}"), token_ttl)
+            .router(axum::Router::new().nest_service("/mcp", service))
     } else {
         axum::Router::new().nest_service("/mcp", service)
     };
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    let address = listener.local_addr()?;
     // Not the MCP stream in this mode: stdout only tells the test where to connect.
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "http://{address}/mcp")?;

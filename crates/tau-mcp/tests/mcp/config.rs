@@ -66,6 +66,7 @@ fn parses_the_claude_code_shapes() {
             url: "https://example.com/mcp".into(),
             headers: BTreeMap::from([("Authorization".to_string(), "Bearer s3cret".to_string())]),
             transport: HttpTransport::StreamableHttp,
+            oauth_client_id: None,
         })
     );
     assert!(

@@ -44,6 +44,7 @@ fn http(name: &str, url: &str) -> McpServer {
             url: url.into(),
             headers: BTreeMap::from([("X-Test".to_string(), "1".to_string())]),
             transport: HttpTransport::StreamableHttp,
+            oauth_client_id: None,
         }),
     )
 }

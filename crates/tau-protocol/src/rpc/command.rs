@@ -172,6 +172,13 @@ pub struct RestartMcpServerCommand {
     pub server: String,
 }
 
+/// `complete_mcp_argument` (tau): the line typed so far, `/mcp:<server>:<prompt> words…`;
+/// the last word (empty after a space) is the argument being completed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CompleteMcpArgumentCommand {
+    pub text: String,
+}
+
 /// `navigate_tree` (tau): move the session's leaf to another entry of its tree, as an
 /// extension's `ctx.navigateTree` does (decision T69), optionally summarising the branch left.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -352,6 +359,10 @@ commands! {
     "run_shortcut" => RunShortcut(RunShortcutCommand),
     /// tau: the permission mode (decision T123).
     "set_permission_mode" => SetPermissionMode(SetPermissionModeCommand),
+    /// tau: the MCP servers' resources and templates, as last listed (decision T129).
+    "get_mcp_resources" => GetMcpResources(NoFields) -> McpResourcesData,
+    /// tau: the server's completions of the argument being typed in `/mcp:<server>:<prompt>`.
+    "complete_mcp_argument" => CompleteMcpArgument(CompleteMcpArgumentCommand) -> McpCompletionData,
 }
 
 #[cfg(test)]

@@ -16,13 +16,13 @@ mod frames;
 mod payloads;
 
 pub use command::{
-    BashCommand, BranchCommand, CommandError, CompactCommand, ExportHtmlCommand, ForkCommand,
-    GetEntriesCommand, NavigateTreeCommand, NewSessionCommand, NoFields, PromptCommand,
-    QueueMessageCommand, RestartMcpServerCommand, RpcCommand, RunShortcutCommand,
-    SetAutoCompactionCommand, SetAutoRetryCommand, SetHostToolsCommand, SetInterruptModeCommand,
-    SetLocaleCommand, SetModelCommand, SetPermissionModeCommand, SetQueueModeCommand,
-    SetSessionNameCommand, SetThinkingLevelCommand, SetTodosCommand, StreamingBehavior,
-    SwitchSessionCommand,
+    BashCommand, BranchCommand, CommandError, CompactCommand, CompleteMcpArgumentCommand,
+    ExportHtmlCommand, ForkCommand, GetEntriesCommand, NavigateTreeCommand, NewSessionCommand,
+    NoFields, PromptCommand, QueueMessageCommand, RestartMcpServerCommand, RpcCommand,
+    RunShortcutCommand, SetAutoCompactionCommand, SetAutoRetryCommand, SetHostToolsCommand,
+    SetInterruptModeCommand, SetLocaleCommand, SetModelCommand, SetPermissionModeCommand,
+    SetQueueModeCommand, SetSessionNameCommand, SetThinkingLevelCommand, SetTodosCommand,
+    StreamingBehavior, SwitchSessionCommand,
 };
 pub use frames::{
     ExtensionUiRequest, ExtensionUiResponse, HostToolResult, HostToolUpdate, OutboundRecord,
@@ -31,10 +31,11 @@ pub use frames::{
 pub use payloads::{
     BashResult, CancelledData, CommandInfo, CommandsData, ContextUsage, CycleModelData,
     Disposition, DumpedTool, EntriesData, ForkData, ForkMessage, ForkMessagesData, HostToolsData,
-    IntegrationModel, IntegrationService, IntegrationsData, LastAssistantTextData, McpServerInfo,
-    McpServersData, MessagesData, ModelsData, NavigateTreeData, PathData, PromptData, QueueData,
-    RpcSessionState, SessionStats, ShortcutInfo, ShortcutsData, SourceInfo, ThinkingLevelData,
-    ThinkingLevelsData, TodosData, TokenTotals, TreeData,
+    IntegrationModel, IntegrationService, IntegrationsData, LastAssistantTextData,
+    McpCompletionData, McpResourceInfo, McpResourcesData, McpServerInfo, McpServersData,
+    MessagesData, ModelsData, NavigateTreeData, PathData, PromptData, QueueData, RpcSessionState,
+    SessionStats, ShortcutInfo, ShortcutsData, SourceInfo, ThinkingLevelData, ThinkingLevelsData,
+    TodosData, TokenTotals, TreeData,
 };
 
 pub use crate::{

@@ -371,6 +371,36 @@ pub struct McpServerInfo {
     pub message: Option<String>,
 }
 
+/// `get_mcp_resources` (tau).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct McpResourcesData {
+    pub resources: Vec<McpResourceInfo>,
+}
+
+/// One resource, or one resource template, of an MCP server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResourceInfo {
+    pub server: String,
+    /// The URI, or a template's URI template (RFC 6570).
+    pub uri: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    pub template: bool,
+}
+
+/// `complete_mcp_argument` (tau): the values the server suggests for the argument named.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct McpCompletionData {
+    /// The prompt argument completed; absent when the line names no prompt argument.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument: Option<String>,
+    pub values: Vec<String>,
+}
+
 /// `get_integrations` (xcsh).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntegrationsData {

@@ -106,6 +106,10 @@ impl AgentSession {
             // (decision 13); tools then work in the opened session's directory.
             let (cwd, next) = open_to_switch(&self.conversation, self.workspace.cwd(), path)?;
             self.workspace.move_to(cwd);
+            self.tools
+                .mcp_client()
+                .roots_moved(self.workspace.cwd(), self.tools.mcp())
+                .await;
             self.runs.abort().await;
             self.clear_queues().await;
             // The old session's list never shows through while the new one is parsed.

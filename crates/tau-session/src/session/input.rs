@@ -237,5 +237,13 @@ async fn expand_input(
             })
             .await;
     }
+    if let Some(mcp) = mcp
+        && text.contains('@')
+        && let Some(attached) = mcp.attach_mentions(&text, cancel).await
+    {
+        let (text, more) = attached.map_err(SessionError::McpPrompt)?;
+        images.extend(more);
+        return Ok((text, images));
+    }
     Ok((text, images))
 }

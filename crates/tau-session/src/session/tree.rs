@@ -158,12 +158,9 @@ impl AgentSession {
         let summary = match supplied {
             Some(s) => Some((s.summary, s.details)),
             None if options.summarize && !entries.is_empty() => {
-                let summarizer = crate::compactor::Summarizer::new(
-                    &self.models,
-                    || self.runs.client(),
-                    &self.preferences,
-                    &self.conversation,
-                )?;
+                let summarizer =
+                    self.runs
+                        .summarizer(&self.models, &self.preferences, &self.conversation)?;
                 let budget = summarizer
                     .model
                     .context_window

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use tau_protocol::ThinkingLevel;
 use tau_protocol::rpc::{
-    BashCommand, CompactCommand, ExportHtmlCommand, NewSessionCommand, NoFields, PromptCommand,
-    QueueMessageCommand, RpcCommand, SetModelCommand, SetSessionNameCommand,
-    SetThinkingLevelCommand,
+    BashCommand, CompactCommand, CompleteMcpArgumentCommand, ExportHtmlCommand, NewSessionCommand,
+    NoFields, PromptCommand, QueueMessageCommand, RpcCommand, SetModelCommand,
+    SetSessionNameCommand, SetThinkingLevelCommand,
 };
 
 use super::responses::Pending;
@@ -321,13 +321,101 @@ impl App {
             return;
         }
         let before = &text[..self.editor.cursor()];
+        // An MCP prompt's arguments: the server suggests, and the answer comes later.
+        if before.starts_with("/mcp:") && before.contains(char::is_whitespace) {
+            self.ask_completion(before.to_string());
+            return;
+        }
         let word_start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
         if let Some(partial) = before[word_start..].strip_prefix('@') {
-            let names = complete_path(&self.cwd, partial);
             let prefix = format!("@{partial}");
-            let candidates: Vec<String> = names.iter().map(|n| format!("@{n}")).collect();
+            let mut candidates = self.mention_candidates(partial);
+            // A template's placeholder is the server's to complete.
+            if candidates.is_empty() && self.names_a_template(partial) {
+                self.ask_completion(before.to_string());
+                return;
+            }
+            if !partial.contains(':') || candidates.is_empty() {
+                candidates.extend(
+                    complete_path(&self.cwd, partial)
+                        .iter()
+                        .map(|n| format!("@{n}")),
+                );
+            }
             self.offer_at(&candidates, word_start, &prefix);
         }
+    }
+
+    /// `@server:uri` mentions that start with `partial` (what follows the `@`): the
+    /// servers' names with a `:` while no server is named, then that server's resources
+    /// (templates are for the model: they need their placeholders filled).
+    fn mention_candidates(&self, partial: &str) -> Vec<String> {
+        let mut servers: Vec<&str> = self
+            .mcp_resources
+            .iter()
+            .map(|resource| resource.server.as_str())
+            .collect();
+        servers.dedup();
+        match partial.split_once(':') {
+            Some((server, _)) => self
+                .mcp_resources
+                .iter()
+                .filter(|resource| resource.server == server && !resource.template)
+                .map(|resource| format!("@{}:{}", resource.server, resource.uri))
+                .filter(|mention| mention[1..].starts_with(partial))
+                .collect(),
+            None => servers
+                .into_iter()
+                .filter(|server| server.starts_with(partial))
+                .map(|server| format!("@{server}:"))
+                .collect(),
+        }
+    }
+
+    /// Asks the server to complete the last word of `typed` (the editor up to the cursor); the
+    /// answer is applied only if the editor still holds it.
+    fn ask_completion(&mut self, typed: String) {
+        self.send(
+            RpcCommand::CompleteMcpArgument(CompleteMcpArgumentCommand {
+                text: typed.clone(),
+            }),
+            Pending::Completion(typed),
+        );
+        self.dirty = false;
+    }
+
+    /// Whether `partial` (`<server>:<uri so far>`) starts a URI of one of the server's
+    /// templates (the part before its first placeholder).
+    fn names_a_template(&self, partial: &str) -> bool {
+        let Some((server, typed)) = partial.split_once(':') else {
+            return false;
+        };
+        self.mcp_resources.iter().any(|resource| {
+            resource.template
+                && resource.server == server
+                && resource
+                    .uri
+                    .split('{')
+                    .next()
+                    .is_some_and(|prefix| typed.starts_with(prefix))
+        })
+    }
+
+    /// The server's values for the argument being typed, if the editor still holds what
+    /// was typed when Tab asked.
+    pub(super) fn offer_argument(&mut self, typed: &str, values: &[String]) {
+        if self.editor.text() != typed || self.editor.cursor() != typed.len() {
+            self.dirty = false;
+            return;
+        }
+        let word_start = typed.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        let partial = typed[word_start..].to_string();
+        let candidates: Vec<String> = values
+            .iter()
+            .filter(|value| value.starts_with(&partial))
+            .cloned()
+            .collect();
+        self.offer_at(&candidates, word_start, &partial);
     }
 
     /// Completes the whole editor text from `candidates`: one fills it in, several fill in
@@ -354,8 +442,8 @@ impl App {
                 self.dirty = false;
                 return;
             }
-            // A folder keeps its `/` to go on; a file ends the word.
-            [one] if one.ends_with('/') => one.clone(),
+            // A folder keeps its `/` to go on, a server its `:`; a file ends the word.
+            [one] if one.ends_with('/') || one.ends_with(':') => one.clone(),
             [one] => format!("{one} "),
             many => {
                 let common = common_prefix(many);

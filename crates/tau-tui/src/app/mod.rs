@@ -89,6 +89,8 @@ pub struct App {
     pub cwd: PathBuf,
     /// Skills, templates and extension commands (`get_commands`), as `/name`.
     pub session_commands: Vec<(String, String)>,
+    /// The MCP servers' resources (`get_mcp_resources`), for `@server:uri` completion.
+    pub mcp_resources: Vec<tau_protocol::rpc::McpResourceInfo>,
     /// Large pastes, shown in the editor as a marker and sent whole.
     pastes: Vec<String>,
     /// The keys extensions bound: canonical id, the id as registered, the extension.
@@ -136,6 +138,7 @@ impl App {
             session_dir: None,
             cwd: PathBuf::from("."),
             session_commands: Vec::new(),
+            mcp_resources: Vec::new(),
             pastes: Vec::new(),
             shortcuts: Vec::new(),
             refused_shortcuts: HashSet::new(),
@@ -205,6 +208,12 @@ impl App {
     fn refresh_registrations(&mut self) {
         self.send(RpcCommand::GetCommands(NoFields {}), Pending::Commands);
         self.send(RpcCommand::GetShortcuts(NoFields {}), Pending::Shortcuts);
+        self.refresh_resources();
+    }
+
+    /// Asks for the MCP servers' resources (again when a server becomes ready).
+    fn refresh_resources(&mut self) {
+        self.send(RpcCommand::GetMcpResources(NoFields {}), Pending::Resources);
     }
 
     /// Asks for the conversation so far (a continued or opened session), to show it.

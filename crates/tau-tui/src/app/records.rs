@@ -132,6 +132,11 @@ impl App {
                 id, title, rule, ..
             } => self.open_permission(id, title, rule),
             SessionEvent::PermissionWithdrawn { id } => self.close_permission(&id),
+            // A server that is (again) ready may list other resources.
+            SessionEvent::McpServerStatus {
+                state: tau_protocol::McpServerState::Ready,
+                ..
+            } => self.refresh_resources(),
             _ => self.dirty = false,
         }
     }

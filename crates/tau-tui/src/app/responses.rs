@@ -46,6 +46,10 @@ pub(super) enum Pending {
     Commands,
     /// `get_shortcuts`: the keys extensions bound.
     Shortcuts,
+    /// `get_mcp_resources`: the servers' resources, for `@` completion.
+    Resources,
+    /// `complete_mcp_argument`: the editor's text when Tab asked; applied only if unchanged.
+    Completion(String),
     /// The built-in commands of `builtins`.
     Action(super::builtins::Then),
     /// A prompt, steer or follow-up, with the text typed: refused, it is said why and the text
@@ -354,6 +358,20 @@ impl App {
                     .into_iter()
                     .map(|c| (format!("/{}", c.name), c.description.unwrap_or_default()))
                     .collect();
+            }
+            Pending::Resources => {
+                let Some(data) = self.data::<tau_protocol::rpc::McpResourcesData>(&command, data)
+                else {
+                    return;
+                };
+                self.mcp_resources = data.resources;
+            }
+            Pending::Completion(typed) => {
+                let Some(data) = self.data::<tau_protocol::rpc::McpCompletionData>(&command, data)
+                else {
+                    return;
+                };
+                self.offer_argument(&typed, &data.values);
             }
             Pending::History(then) => {
                 let Some(data) = self.data::<MessagesData>(&command, data) else {

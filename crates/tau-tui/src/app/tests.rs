@@ -261,15 +261,16 @@ fn ctrl_c_clears_then_quits_on_the_second_press() {
 #[test]
 fn commands_go_out_in_the_protocols_exact_shape() {
     let mut app = app();
-    // `App::new` asked for the state, the stats, the commands and the shortcuts: tui-1..4.
+    // `App::new` asked for the state, the stats, the commands, the shortcuts and the MCP
+    // resources: tui-1..5.
     type_text(&mut app, "/model p/m");
     app.on_key(key(KeyCode::Enter));
     assert_eq!(
         app.take_commands(),
         [
-            json!({"type": "set_model", "provider": "p", "modelId": "m", "id": "tui-5"}),
-            json!({"type": "get_state", "id": "tui-6"}),
-            json!({"type": "get_session_stats", "id": "tui-7"}),
+            json!({"type": "set_model", "provider": "p", "modelId": "m", "id": "tui-6"}),
+            json!({"type": "get_state", "id": "tui-7"}),
+            json!({"type": "get_session_stats", "id": "tui-8"}),
         ]
     );
     type_text(&mut app, "!!ls -a");
@@ -283,10 +284,10 @@ fn commands_go_out_in_the_protocols_exact_shape() {
     assert_eq!(
         app.take_commands()[..4],
         [
-            json!({"type": "bash", "command": "ls -a", "excludeFromContext": true, "id": "tui-8"}),
-            json!({"type": "compact", "customInstructions": "keep the plan", "id": "tui-9"}),
-            json!({"type": "export_html", "id": "tui-10"}),
-            json!({"type": "set_thinking_level", "level": "high", "id": "tui-11"}),
+            json!({"type": "bash", "command": "ls -a", "excludeFromContext": true, "id": "tui-9"}),
+            json!({"type": "compact", "customInstructions": "keep the plan", "id": "tui-10"}),
+            json!({"type": "export_html", "id": "tui-11"}),
+            json!({"type": "set_thinking_level", "level": "high", "id": "tui-12"}),
         ]
     );
     // The wire line keeps the protocol's order: `type` first, the id last.
@@ -294,7 +295,7 @@ fn commands_go_out_in_the_protocols_exact_shape() {
     app.on_key(key(KeyCode::Enter));
     assert_eq!(
         app.take_commands()[0].to_string(),
-        r#"{"type":"prompt","message":"hi","id":"tui-14"}"#
+        r#"{"type":"prompt","message":"hi","id":"tui-15"}"#
     );
 }
 
@@ -1338,4 +1339,63 @@ fn export_to_a_jsonl_path_copies_the_session_file() {
         "{\"type\":\"session\"}\n"
     );
     assert!(notices(&app).pop().unwrap().0.starts_with("Exported to"));
+}
+
+#[test]
+fn tab_completes_mcp_mentions_and_asks_the_server_for_arguments() {
+    let mut app = app();
+    feed(
+        &mut app,
+        json!({"type": "mcp_server_status", "server": "docs", "transport": "stdio",
+               "state": "ready", "tools": [], "restarts": 0}),
+    );
+    // A server that becomes ready is asked for its resources.
+    let asked = app.take_commands();
+    let id = asked
+        .iter()
+        .find(|c| c["type"] == "get_mcp_resources")
+        .map(|c| c["id"].clone())
+        .unwrap_or_else(|| panic!("get_mcp_resources not sent: {asked:?}"));
+    feed(
+        &mut app,
+        json!({"type": "response", "id": id, "command": "get_mcp_resources", "success": true,
+        "data": {"resources": [
+            {"server": "docs", "uri": "file:///guide.md", "name": "guide", "template": false},
+            {"server": "docs", "uri": "file:///api.md", "name": "api", "template": false},
+            {"server": "docs", "uri": "doc://page/{id}", "name": "page", "template": true}
+        ]}}),
+    );
+    type_text(&mut app, "read @do");
+    app.on_key(key(KeyCode::Tab));
+    assert_eq!(app.editor.text(), "read @docs:");
+    type_text(&mut app, "file:///g");
+    app.on_key(key(KeyCode::Tab));
+    assert_eq!(app.editor.text(), "read @docs:file:///guide.md ");
+
+    // A template's placeholder and a prompt's argument are the server's to complete.
+    for (typed, value) in [
+        ("read @docs:doc://page/4", "@docs:doc://page/42"),
+        ("/mcp:docs:review Eng", "Engineering"),
+    ] {
+        app.editor.clear();
+        app.take_commands();
+        type_text(&mut app, typed);
+        app.on_key(key(KeyCode::Tab));
+        let asked = app.take_commands();
+        let command = asked
+            .iter()
+            .find(|c| c["type"] == "complete_mcp_argument")
+            .unwrap_or_else(|| panic!("not asked: {asked:?}"));
+        assert_eq!(command["text"], typed);
+        feed(
+            &mut app,
+            json!({"type": "response", "id": command["id"], "command": "complete_mcp_argument",
+                   "success": true, "data": {"argument": "x", "values": [value]}}),
+        );
+        let word_start = typed.rfind(' ').map_or(0, |i| i + 1);
+        assert_eq!(
+            app.editor.text(),
+            format!("{}{value} ", &typed[..word_start])
+        );
+    }
 }

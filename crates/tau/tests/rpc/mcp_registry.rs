@@ -38,7 +38,12 @@ pub(crate) fn everything_entry(modules: &std::path::Path) -> Value {
     json!({"command": "node", "args": [script.display().to_string(), "stdio"]})
 }
 
-fn filesystem_entry(modules: &std::path::Path, root: &std::path::Path) -> Value {
+fn with_roots_off(mut entry: Value) -> Value {
+    entry["roots"] = json!(false);
+    entry
+}
+
+pub(crate) fn filesystem_entry(modules: &std::path::Path, root: &std::path::Path) -> Value {
     let script = modules.join("server-filesystem/dist/index.js");
     json!({"command": "node", "args": [script.display().to_string(), root.display().to_string()]})
 }
@@ -222,7 +227,9 @@ fn server_filesystem_reads_lists_and_refuses_outside_its_root() {
     mock.push(Reply::text("done"));
     let mut t = start(
         &mock,
-        json!({"fs": filesystem_entry(&modules, &root_path)}),
+        // Its own folder, not the working folder offered as a root (which it would take
+        // in place of the folders it was given).
+        json!({"fs": with_roots_off(filesystem_entry(&modules, &root_path))}),
         &[],
         |b| b,
     );
