@@ -26,8 +26,9 @@ Needs the shipped (dist) builds: cargo build --profile dist -p tau -p tau-mock-l
 import argparse, json, os, subprocess, sys, tempfile, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TAU = os.path.join(ROOT, "target/dist/tau")
-MOCK = os.path.join(ROOT, "target/dist/tau-mock-llm")
+# TAU_BIN and MOCK_BIN point at other builds (an A/B comparison of two binaries).
+TAU = os.environ.get("TAU_BIN", os.path.join(ROOT, "target/dist/tau"))
+MOCK = os.environ.get("MOCK_BIN", os.path.join(ROOT, "target/dist/tau-mock-llm"))
 
 
 def post(url, body):

@@ -2,8 +2,9 @@
 # Cold start of `tau --mode rpc` up to its get_state response (the process answers, sees EOF and
 # exits, so the whole run is measured), and peak resident memory of that run.
 # With the reference pi installed (bash bench/reference/install-pi.sh /tmp/pi-ref), pi 0.79 is
-# measured in the same run and the ratio reported.
-#   bash bench/startup.sh            [PI_DIR=/tmp/pi-ref] [RUNS=300] [PI_RUNS=10]
+# measured in the same run and the ratio reported. BEFORE=<another tau binary> measures it too,
+# in the same run (a copy of target/dist/tau kept from before a change).
+#   bash bench/startup.sh            [PI_DIR=/tmp/pi-ref] [RUNS=300] [PI_RUNS=10] [BEFORE=path]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pi_dir=${PI_DIR:-/tmp/pi-ref}
@@ -42,6 +43,13 @@ tau_cmd="$tau --mode rpc --no-session < $work/get_state.jsonl"
 tau_ms=$(median_ms "$tau_cmd" "${RUNS:-300}")
 tau_kb=$(peak_rss_kb "$tau_cmd")
 printf '%-4s median %9.3f ms   peak RSS %7.1f MiB\n' tau "$tau_ms" "$(echo "$tau_kb / 1024" | bc -l)"
+if [ -n "${BEFORE:-}" ]; then
+  before_cmd="$BEFORE --mode rpc --no-session < $work/get_state.jsonl"
+  before_ms=$(median_ms "$before_cmd" "${RUNS:-300}")
+  before_kb=$(peak_rss_kb "$before_cmd")
+  printf '%-4s median %9.3f ms   peak RSS %7.1f MiB   (%s)\n' before "$before_ms" \
+    "$(echo "$before_kb / 1024" | bc -l)" "$BEFORE"
+fi
 
 if [ -x "$pi_dir/node_modules/.bin/pi" ]; then
   pi_cmd="$pi_dir/node_modules/.bin/pi --mode rpc --no-session < $work/get_state.jsonl"
@@ -58,20 +66,21 @@ if command -v valgrind >/dev/null; then
     "$tau" --mode rpc --no-session <"$work/get_state.jsonl" 2>&1 >/dev/null \
     | sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
   printf 'tau instructions to answer get_state and exit: %s\n' "$instructions"
+  if [ -n "${BEFORE:-}" ]; then
+    instructions=$(valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+      "$BEFORE" --mode rpc --no-session <"$work/get_state.jsonl" 2>&1 >/dev/null \
+      | sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+    printf 'before instructions to answer get_state and exit: %s\n' "$instructions"
+  fi
 fi
 
-# The start-up code is placed together by the linker (crates/tau/build.rs, decision T89) from a
-# list of symbol names that carry compiler and dependency hashes. When too few of them are found
-# in the binary, the list has decayed and the idle footprint grows back: say so, and fail when
-# the footprint is over the goal.
-order=crates/tau/link/startup-order.txt
-listed=$(wc -l <"$order")
-found=$(comm -12 <(sort -u "$order") \
-  <(nm --defined-only -C "$tau" | cut -d' ' -f3- | sed -E 's/\[[0-9a-f]{16}\]//g; s/::h[0-9a-f]{16}$//' | sort -u) | wc -l)
-printf 'start-up order: %s of %s functions found in the binary\n' "$found" "$listed"
-if [ $((found * 10)) -lt $((listed * 9)) ]; then
+# The start-up code is placed together by the linker (crates/tau/build.rs, decisions T89 and
+# T130) from a list of the functions that ran, by name and, for the instances of a generic
+# function, by size and hash. When too few of them are found in the binary as the instance
+# that ran, the list has decayed and the idle footprint grows back: say so, and fail when the
+# footprint is over the goal (CI checks the least of five runs: bench/idle-rss.py).
+python3 crates/tau/link/order_symbols.py --report "$tau" ||
   echo "start-up order: the list is stale; refresh it with: python3 scripts/startup-order.py" >&2
-fi
 budget_kb=$((8 * 1024))
 if [ "$tau_kb" -gt "$budget_kb" ]; then
   echo "idle footprint: peak RSS ${tau_kb} KiB is over the goal of ${budget_kb} KiB" >&2

@@ -1,11 +1,12 @@
 //! Link options for the `tau` binary that make start-up touch less memory (decision T89).
 //!
 //! - `startup-order.txt` (written by `scripts/startup-order.py`) names the functions a start-up
-//!   runs up to answering `get_state`, by demangled names without hashes; the workspace's
-//!   linker driver (`link/ordered-cc`) finds their symbols in the link and lld places them
-//!   first in `.text`. The kernel maps file
-//!   pages 64 KiB around each fault, so the same ~1 MB of code scattered over 14 MB of text kept
-//!   ~5 MB resident, placed together ~1.2 MB. Names the binary no longer has are skipped.
+//!   runs up to answering `get_state`, by demangled names without hashes, and for a generic
+//!   function's instances the size and hash of the one that ran (decision T130); the
+//!   workspace's linker driver (`link/ordered-cc`, `link/order_symbols.py`) finds their
+//!   symbols in the link and lld places them first in `.text`. The kernel maps file pages
+//!   64 KiB around each fault, so the ~1.3 MB of code scattered over 24 MB of text kept ~6 MB
+//!   resident, placed together ~1.3 MB. Names the binary no longer has are skipped.
 //! - `-z pack-relative-relocs` stores the ~21,000 relative relocations as a bitmap (RELR)
 //!   instead of a 500 KB table the loader reads at every start. The loader must understand it
 //!   (glibc 2.36 and later), so it is used only when the glibc being linked against is that new.
@@ -16,6 +17,7 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=link/startup-order.txt");
+    println!("cargo:rerun-if-changed=link/order_symbols.py");
     println!("cargo:rerun-if-changed=build.rs");
     if std::env::var("TARGET").as_deref() != Ok("x86_64-unknown-linux-gnu") {
         return;

@@ -1371,6 +1371,10 @@ where
                     if server.shutdown_after_line() {
                         break ExitReason::InputClosed;
                     }
+                    // The runtime has one worker (issue 44): what a command started (a
+                    // compaction, a run, a `bash`) gets its turn before the next line, as it
+                    // would on a worker of its own.
+                    tokio::task::yield_now().await;
                 }
                 None => {
                     // The client is gone: nothing may wait on it any more (T77).

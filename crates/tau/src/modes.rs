@@ -52,15 +52,24 @@ fn serve_rpc(run: Run, runtime: &tokio::runtime::Runtime) -> ExitReason {
         cli::MessageUpdates::Full => tau_rpc::UpdateShape::Full,
         cli::MessageUpdates::Lean => tau_rpc::UpdateShape::Lean,
     };
-    runtime.block_on(tau_rpc::serve(
+    let serving = tau_rpc::serve(
         io::stdin(),
         protocol_out,
         VERSION,
         shape,
-        |sink| session.into_session(sink),
+        move |sink| session.into_session(sink),
         extensions.take(),
         signals.first(),
-    ))
+    );
+    // On the runtime's worker, as ACP's (below): the commands' loop then shares the thread
+    // that carries the runs, instead of waking this one.
+    match runtime.block_on(async { tokio::spawn(serving).await }) {
+        Ok(reason) => reason,
+        Err(err) => {
+            tracing::error!("the RPC loop ended abnormally: {err}");
+            ExitReason::OutputFailed
+        }
+    }
 }
 
 fn serve_acp(run: Run, runtime: &tokio::runtime::Runtime) -> anyhow::Result<ExitReason> {

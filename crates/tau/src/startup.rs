@@ -122,8 +122,11 @@ pub(crate) fn prepare(options: RunOptions) -> anyhow::Result<Start> {
     };
 
     let protocol_out = take_over_stdout()?;
+    // One worker: a reply's bytes are read, parsed, turned into events and queued for the
+    // writer on the same thread, with no hand-off between workers for each delta a model
+    // sends (issue 44); blocking work (file tools, session parses) has its own threads.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .enable_all()
         .build()?;
     // Handlers are installed before `ready` is written, so a host that signals as soon as it
