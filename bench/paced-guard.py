@@ -14,7 +14,7 @@ Budgets per delta are in bench/budgets.json under "paced-lean" and "paced-full".
 Needs strace (installed with apt-get when missing) and the debug build CI tests:
 cargo build -p tau -p tau-mock-llm.
 """
-import argparse, json, os, shutil, subprocess, sys, tempfile, urllib.request
+import argparse, importlib.util, json, os, shutil, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUDGETS = os.path.join(ROOT, "bench", "budgets.json")
@@ -26,43 +26,17 @@ PACE_MS = 2
 HEADROOM = 0.3
 
 
-def post(url, body):
-    request = urllib.request.Request(url, data=json.dumps(body).encode(),
-                                     headers={"content-type": "application/json"})
-    urllib.request.urlopen(request).read()
+def load_stream_bench():
+    """bench/rpc-stream.py, whose paced run under strace this guard repeats."""
+    spec = importlib.util.spec_from_file_location("rpc_stream", os.path.join(ROOT, "bench", "rpc-stream.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def counts(report):
-    """Calls per syscall name from `strace -c`'s table."""
-    found = {}
-    for line in report.splitlines():
-        parts = line.split()
-        if len(parts) >= 5 and parts[0].replace(".", "").isdigit() and parts[-1].isidentifier():
-            found[parts[-1]] = int(parts[3])
-    return found
-
-
-def measure(tau, url, env, shape):
-    chunks = ["%04d" % i for i in range(DELTAS)]
-    post(url + "/_mock/replies", {"content": [{"type": "text", "chunks": chunks}],
-                                  "chunkDelayMs": PACE_MS})
-    with tempfile.NamedTemporaryFile("r") as report:
-        proc = subprocess.Popen(
-            ["strace", "-f", "-c", "-o", report.name, tau, "--mode", "rpc", "--no-session",
-             "--message-updates", shape],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        proc.stdin.write(b'{"id":"p","type":"prompt","message":"stream please"}\n')
-        proc.stdin.flush()
-        seen = b""
-        while b'{"type":"agent_end"' not in seen:
-            chunk = proc.stdout.read1(1 << 16)
-            if not chunk:
-                raise SystemExit("paced-guard: tau ended before agent_end")
-            seen = seen[-64:] + chunk
-        proc.stdin.close()
-        proc.stdout.read()
-        proc.wait()
-        found = counts(report.read())
+def measure(stream_bench, tau, url, env, shape):
+    found = stream_bench.run([tau, "--mode", "rpc", "--no-session", "--message-updates", shape],
+                             env, url, DELTAS, PACE_MS, ["strace", "-f", "-c", "-o"])
     return {call: round(found.get(call, 0) / DELTAS, 2) for call in CALLS}
 
 
@@ -91,12 +65,13 @@ def main():
         with open(os.path.join(work, "models.json"), "w") as f:
             json.dump(models, f)
         env = dict(os.environ, TAU_AGENT_DIR=work)
+        stream_bench = load_stream_bench()
         with open(BUDGETS) as f:
             budgets = json.load(f)
         failures = []
         for shape in ("lean", "full"):
             name = "paced-" + shape
-            measured = measure(tau, url, env, shape)
+            measured = measure(stream_bench, tau, url, env, shape)
             if args.write:
                 budgets[name] = {call + "PerDelta": round(measured[call] + HEADROOM, 2)
                                  for call in CALLS}
