@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Instruction counts (valgrind callgrind) of tau's scripted runs, for one or more tau binaries
 in the same run: start-up to `get_state` with a configured provider, a reply of --deltas
-deltas in the full and the lean `message_update` shape, and `switch_session` + `get_messages`
+deltas in the full and the lean `message_update` shape, a lean reply of --paced deltas sent
+--pace milliseconds apart as a model sends them (each delta wakes tau on its own; reported per
+delta beyond the start-up, in thousands), and `switch_session` + `get_messages`
 of a 5,000-entry session (median of --runs: thread timing moves it by up to ±20 %). Counts do
 not move with the machine's load, so two builds can be compared on a busy machine.
 
-    python3 bench/instructions.py [--deltas 5000] [--runs 4] [BINARY ...]   # default target/dist/tau
+    python3 bench/instructions.py [--deltas 5000] [--paced 300] [--pace 10] [--runs 4] [BINARY ...]
+    # default target/dist/tau
 Needs valgrind and the dist build of tau-mock-llm (cargo build --profile dist -p tau-mock-llm).
 """
 import argparse, importlib.util, json, os, re, statistics, subprocess, tempfile, urllib.request
@@ -26,6 +29,8 @@ def count(tau, args, stdin, env, cwd=None):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--deltas", type=int, default=5000)
+    parser.add_argument("--paced", type=int, default=300)
+    parser.add_argument("--pace", type=int, default=10, help="milliseconds (valgrind is slow: 10 keeps up)")
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("binaries", nargs="*", default=[os.path.join(TARGET, "dist", "tau")])
     args = parser.parse_args()
@@ -51,19 +56,26 @@ def main():
         prompt = b'{"id":"p","type":"prompt","message":"stream please"}\n'
         reply = json.dumps({"content": [{"type": "text", "chunks": ["%04d" % (i % 10000) for i in range(args.deltas)]}]}).encode()
 
-        def stream(tau, extra):
+        paced_reply = json.dumps({"content": [{"type": "text", "chunks": ["%04d" % i for i in range(args.paced)]}],
+                                  "chunkDelayMs": args.pace}).encode()
+
+        def stream(tau, extra, reply=reply):
             urllib.request.urlopen(urllib.request.Request(url + "/_mock/replies", data=reply,
                                    headers={"content-type": "application/json"})).read()
             return count(tau, ["--mode", "rpc", "--no-session"] + extra, prompt, env)
 
-        print("%-40s %10s %12s %12s %14s" % ("binary (M instructions)", "start-up", "full stream", "lean stream", "switch 5,000"))
+        print("%-40s %10s %12s %12s %14s %16s" % ("binary (M instructions)", "start-up", "full stream", "lean stream",
+                                                  "switch 5,000", "paced K/delta"))
         for tau in map(os.path.abspath, args.binaries):
             startup = count(tau, ["--mode", "rpc", "--no-session"], b'{"id":"1","type":"get_state"}\n', env)
             full = stream(tau, [])
             lean = stream(tau, ["--message-updates", "lean"])
             switches = [count(tau, ["--mode", "rpc", "--no-session"], switch, env, cwd=work + "/cwd")
                         for _ in range(args.runs)]
-            print("%-40s %10.2f %12.1f %12.1f %14.1f" % (tau[-40:], startup, full, lean, statistics.median(switches)))
+            paced = statistics.median(stream(tau, ["--message-updates", "lean"], paced_reply) for _ in range(args.runs))
+            # Per delta beyond the start-up it shares with the `get_state` run.
+            print("%-40s %10.2f %12.1f %12.1f %14.1f %16.1f" % (tau[-40:], startup, full, lean, statistics.median(switches),
+                                                           (paced - startup) * 1000 / args.paced))
     finally:
         mock.kill()
 

@@ -6,13 +6,20 @@ thread, and that thread's going back to sleep), epoll_wait, write and recvfrom. 
 machine these counts, unlike CPU time, stay what the code makes them: a delta that crosses
 one more thread between the socket and stdout shows as two more futex calls per delta.
 
-Budgets per delta are in bench/budgets.json under "paced-lean" and "paced-full".
+With --instructions it counts instead the instructions tau's own code runs per paced delta
+(valgrind callgrind, the dist build, beyond the start-up a `get_state` run costs), which no
+system call count sees: more work per delta on the one thread. The mock paces its deltas
+10 ms apart there, which a run under valgrind keeps up with.
+
+Budgets per delta are in bench/budgets.json under "paced-lean", "paced-full" and
+"paced-instructions".
 
     python3 bench/paced-guard.py                 # check (CI), exit 1 on any excess
     python3 bench/paced-guard.py --write         # measure and write the budgets (+0.3 each)
+    python3 bench/paced-guard.py --instructions [--write]   # the same for instructions (+25 %)
 
 Needs strace (installed with apt-get when missing) and the debug build CI tests:
-cargo build -p tau -p tau-mock-llm.
+cargo build -p tau -p tau-mock-llm; with --instructions, valgrind and the dist build of tau.
 """
 import argparse, importlib.util, json, os, shutil, subprocess, sys, tempfile
 
@@ -24,6 +31,11 @@ PACE_MS = 2
 # Room over the measured figure: the few calls of start-up and exit spread over the deltas
 # vary by a few hundredths; a thread hand-off more per delta adds 2.
 HEADROOM = 0.3
+# Under valgrind the threads run one at a time, in an order that moves the count by a few
+# per cent between runs; a new copy or parse of each delta adds far more.
+INSTRUCTION_HEADROOM = 1.25
+INSTRUCTION_DELTAS = 300
+INSTRUCTION_PACE_MS = 10
 
 
 def load_stream_bench():
@@ -40,10 +52,46 @@ def measure(stream_bench, tau, url, env, shape):
     return {call: round(found.get(call, 0) / DELTAS, 2) for call in CALLS}
 
 
+def load_instruction_bench():
+    """bench/instructions.py, whose callgrind count this guard uses."""
+    spec = importlib.util.spec_from_file_location("instructions", os.path.join(ROOT, "bench", "instructions.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def guard_instructions(args, url, env, budgets):
+    """Thousands of instructions per paced lean delta beyond the start-up; the failures."""
+    if not shutil.which("valgrind"):
+        subprocess.run(["apt-get", "install", "-y", "valgrind"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    if not shutil.which("valgrind"):
+        raise SystemExit("paced-guard: valgrind is needed (apt-get install valgrind)")
+    count = load_instruction_bench().count
+    stream_bench = load_stream_bench()
+    tau = os.path.join(args.target_dir, "dist", "tau")
+    startup = count(tau, ["--mode", "rpc", "--no-session"], b'{"id":"1","type":"get_state"}\n', env)
+    stream_bench.push(url, INSTRUCTION_DELTAS, INSTRUCTION_PACE_MS)
+    paced = count(tau, ["--mode", "rpc", "--no-session", "--message-updates", "lean"],
+                  b'{"id":"p","type":"prompt","message":"stream please"}\n', env)
+    per_delta = round((paced - startup) * 1000 / INSTRUCTION_DELTAS, 1)
+    if args.write:
+        budgets["paced-instructions"] = {"leanKPerDelta": round(per_delta * INSTRUCTION_HEADROOM, 1)}
+    limit = budgets.get("paced-instructions", {}).get("leanKPerDelta")
+    print("paced-instructions  %.1f K instructions per lean delta (budget %s)" % (per_delta, limit))
+    if limit is None:
+        return ["paced-instructions: no budget in bench/budgets.json (run with --write)"]
+    if per_delta > limit:
+        return ["paced-instructions: %.1f K instructions per paced delta, over the budget of %.1f "
+                "(see `python3 bench/instructions.py`)" % (per_delta, limit)]
+    return []
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--target-dir",
                         default=os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")))
     args = parser.parse_args()
@@ -69,7 +117,7 @@ def main():
         with open(BUDGETS) as f:
             budgets = json.load(f)
         failures = []
-        for shape in ("lean", "full"):
+        for shape in () if args.instructions else ("lean", "full"):
             name = "paced-" + shape
             measured = measure(stream_bench, tau, url, env, shape)
             if args.write:
@@ -91,6 +139,8 @@ def main():
             if not budget and not args.write:
                 failures.append("%s: no budget in bench/budgets.json (run with --write)" % name)
             print("%-11s %s" % (name, "   ".join(cells)))
+        if args.instructions:
+            failures += guard_instructions(args, url, env, budgets)
         if args.write:
             with open(BUDGETS, "w") as f:
                 json.dump(budgets, f, indent=2, sort_keys=True)

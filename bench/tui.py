@@ -12,6 +12,7 @@ Both run against tau-mock-llm (started here, rules mode off, replies scripted ov
 API) with the same models.json.
 
   python3 bench/tui.py [--runs 7] [--deltas 10000] [--code] [--pace MS] [--pi /tmp/pi-ref/node_modules/.bin/pi]
+                       [--before OTHER_TAU_BINARY]
 
 --code makes the reply one Rust code block (ten deltas a line), drawn highlighted.
 --pace MS has the mock wait MS milliseconds between two deltas (chunkDelayMs), as a model does;
@@ -168,6 +169,7 @@ def main():
     parser.add_argument("--code", action="store_true", help="the reply is one code block")
     parser.add_argument("--pace", type=int, default=0, help="milliseconds between two deltas")
     parser.add_argument("--pi", default="/tmp/pi-ref/node_modules/.bin/pi")
+    parser.add_argument("--before", help="another tau binary, run beside this tree's (an A/B in one run)")
     args = parser.parse_args()
     subprocess.run(["cargo", "build", "--profile", "dist", "--quiet", "-p", "tau", "-p", "tau-mock-llm"],
                    cwd=ROOT, check=True)
@@ -179,7 +181,9 @@ def main():
         models = {"providers": {"mock": {"baseUrl": url + "/v1", "api": "openai-completions", "apiKey": "k",
                                          "models": [{"id": "mock-1", "contextWindow": 100000, "maxTokens": 4096}]}}}
         base_env = {"PATH": os.environ.get("PATH", ""), "TERM": "xterm-256color", "LANG": "C.UTF-8"}
-        for name in ("tau", "pi"):
+        for name in ("tau", "tau before", "pi"):
+            if name == "tau before" and not args.before:
+                continue
             home = os.path.join(work, name + "-home")
             agent = os.path.join(work, name + "-agent")
             os.makedirs(home)
@@ -190,9 +194,10 @@ def main():
                 json.dump({"retry": {"enabled": False}, "defaultProvider": "mock", "defaultModel": "mock-1",
                            "quietStartup": True}, f)
             env = dict(base_env, HOME=home)
-            if name == "tau":
+            if name.startswith("tau"):
                 env["TAU_AGENT_DIR"] = agent
-                argv = [os.path.join(target, "tau"), "--no-session"]
+                binary = args.before if name == "tau before" else os.path.join(target, "tau")
+                argv = [binary, "--no-session"]
             else:
                 if not os.access(args.pi, os.X_OK):
                     continue

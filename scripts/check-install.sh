@@ -24,4 +24,11 @@ if ! grep -q '"name":"hello-from-install"' <<<"$answer"; then
   echo "$answer" >&2
   exit 1
 fi
+# The host's start-up snapshot was built for the folder it was installed in (install.sh).
+record="$work/prefix/share/tau/node-host/lib/host.snapshot.json"
+if ! grep -qF "\"host\": \"$(realpath "$work/prefix/share/tau/node-host/host.cjs")\"" "$record"; then
+  echo "check-install: the installed host's start-up snapshot is not for its folder:" >&2
+  cat "$record" >&2 || true
+  exit 1
+fi
 echo "check-install: the installed tau ran a TypeScript extension from outside the repository"

@@ -44,6 +44,9 @@ cp -R extensions/node-host/host.cjs extensions/node-host/host.mjs extensions/nod
 (cd "$staging" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 rm -rf "$host"
 mv "$staging" "$host"
+# The start-up snapshot holds the paths of the folder it was built in, and host.cjs and tau use
+# it only there (extensions/node-host/scripts/build-snapshot.mjs): built again where it stays.
+node "$host/scripts/build-snapshot.mjs"
 
 echo "tau installed: $prefix/bin/tau (extension host: $host)"
 case ":$PATH:" in

@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod packages;
 mod process;
 mod runner;
+mod snapshot;
 mod tool;
 pub mod trust;
 

@@ -268,6 +268,9 @@ struct ProcessPlan {
     label: String,
     program: PathBuf,
     args: Vec<String>,
+    /// The arguments to start it with instead should it die before its first answer: the Node
+    /// host without its start-up snapshot (snapshot.rs).
+    fallback_args: Option<Vec<String>>,
     /// The process's working directory.
     cwd: PathBuf,
     members: Vec<usize>,
@@ -290,13 +293,27 @@ fn plan(entries: &[Entry], config: &LoadConfig) -> Result<Vec<ProcessPlan>, Load
                 entries[first].path.display()
             )));
         };
+        // Found on PATH now, skipping relative entries: the host runs in the project, where a
+        // `node_modules/.bin` entry of PATH would find the repository's `node`.
+        let program =
+            tau_base::paths::find_program(&config.node).unwrap_or_else(|| config.node.clone());
+        let plain = vec![host.display().to_string()];
+        let (args, fallback_args) = match crate::snapshot::usable_blob(host, &program) {
+            Some(blob) => (
+                vec![
+                    "--snapshot-blob".to_string(),
+                    blob.display().to_string(),
+                    host.display().to_string(),
+                ],
+                Some(plain),
+            ),
+            None => (plain, None),
+        };
         plans.push(ProcessPlan {
             label: "node-host".to_string(),
-            // Found on PATH now, skipping relative entries: the host runs in the project, where
-            // a `node_modules/.bin` entry of PATH would find the repository's `node`.
-            program: tau_base::paths::find_program(&config.node)
-                .unwrap_or_else(|| config.node.clone()),
-            args: vec![host.display().to_string()],
+            program,
+            args,
+            fallback_args,
             // pi runs extensions inside its own process, in the project; TypeScript extensions
             // read `process.cwd()` as the project. Node and jiti load the host and each
             // extension by absolute path and resolve imports from the importing file.
@@ -324,6 +341,7 @@ fn plan(entries: &[Entry], config: &LoadConfig) -> Result<Vec<ProcessPlan>, Load
                 label,
                 program: program.clone(),
                 args: args.clone(),
+                fallback_args: None,
                 cwd: if config.programs_in_project {
                     config.cwd.clone()
                 } else {
@@ -355,72 +373,41 @@ impl Extensions {
             waiting: Mutex::default(),
             shutting_down: std::sync::atomic::AtomicBool::new(false),
         });
-        let mut processes = Vec::new();
-        let mut hosted = Vec::new();
         let env = vec![(
             "PI_CODING_AGENT_DIR".to_string(),
             config.agent_dir.display().to_string(),
         )];
-        for (
-            index,
-            ProcessPlan {
-                label,
-                program,
-                args,
-                cwd,
-                members,
-            },
-        ) in plan(entries, config)?.into_iter().enumerate()
-        {
-            let process = Process::spawn(
-                label,
-                &program,
-                &args,
-                &cwd,
-                &env,
-                index,
-                Arc::clone(&shared) as Arc<dyn FrameHandler>,
-            )
-            .map_err(|err| {
-                let path = entries[members[0]].path.display();
-                LoadError(format!(
-                    "Failed to load extension \"{path}\": cannot start {}: {err}",
-                    program.display()
-                ))
-            })?;
-            processes.push(process);
-            hosted.push(members);
+        let plans = plan(entries, config)?;
+        let mut processes = Vec::new();
+        for (index, plan) in plans.iter().enumerate() {
+            processes.push(start(plan, &plan.args, index, &env, &shared, entries)?);
         }
-        let initializing = processes.iter().zip(&hosted).map(|(process, members)| {
-            let paths: Vec<String> = members
-                .iter()
-                .map(|&i| entries[i].path.display().to_string())
-                .collect();
-            let config = config.clone();
-            async move {
-                process
-                    .call(
-                        |id| ToExtension::Initialize {
-                            id,
-                            protocol: PROTOCOL_VERSION,
-                            tau: config.tau_version.clone(),
-                            cwd: config.cwd.display().to_string(),
-                            agent_dir: config.agent_dir.display().to_string(),
-                            mode: config.mode.clone(),
-                            has_ui: config.has_ui,
-                            extensions: paths,
-                            state: json!({"projectTrusted": config.project_trusted}),
-                        },
-                        Some(Duration::from_secs(60)),
-                        None,
-                        None,
-                    )
-                    .await
+        let hosted: Vec<&Vec<usize>> = plans.iter().map(|plan| &plan.members).collect();
+        let initializing = processes
+            .iter()
+            .zip(&hosted)
+            .map(|(process, members)| initialize(process, entries, members, config));
+        let mut answers = join_all(initializing).await;
+        // A Node host started from its snapshot that dies before answering met a blob its Node
+        // could not use (a damaged one crashes Node): it starts again without, once.
+        for (index, (plan, answer)) in plans.iter().zip(answers.iter_mut()).enumerate() {
+            let Some(fallback) = &plan.fallback_args else {
+                continue;
+            };
+            if !matches!(answer, Err(CallError::Exited(_))) {
+                continue;
             }
-        });
-        let answers = join_all(initializing).await;
+            tracing::warn!(
+                "the Node extension host failed to start from its snapshot; starting it without"
+            );
+            let process = start(plan, fallback, index, &env, &shared, entries)?;
+            *answer = initialize(&process, entries, &plan.members, config).await;
+            if let Some(slot) = processes.get_mut(index) {
+                *slot = process;
+            }
+        }
         let mut loaded: Vec<Option<Extension>> = vec![None; entries.len()];
-        for (index, (answer, members)) in answers.into_iter().zip(&hosted).enumerate() {
+        for (index, (answer, &members)) in answers.into_iter().zip(&hosted).enumerate() {
             let first = entries[members[0]].path.display().to_string();
             let answer = answer
                 .map_err(|err| LoadError(format!("Failed to load extension \"{first}\": {err}")))?;
@@ -1267,6 +1254,69 @@ fn check_conflicts(extensions: &[Extension]) -> Result<(), LoadError> {
         }
     }
     Ok(())
+}
+
+/// Starts the process `plan` describes, with `args`.
+fn start(
+    plan: &ProcessPlan,
+    args: &[String],
+    index: usize,
+    env: &[(String, String)],
+    shared: &Arc<Shared>,
+    entries: &[Entry],
+) -> Result<Arc<Process>, LoadError> {
+    Process::spawn(
+        plan.label.clone(),
+        &plan.program,
+        args,
+        &plan.cwd,
+        env,
+        index,
+        Arc::clone(shared) as Arc<dyn FrameHandler>,
+    )
+    .map_err(|err| {
+        let path = plan
+            .members
+            .first()
+            .and_then(|&i| entries.get(i))
+            .map_or_else(String::new, |e| e.path.display().to_string());
+        LoadError(format!(
+            "Failed to load extension \"{path}\": cannot start {}: {err}",
+            plan.program.display()
+        ))
+    })
+}
+
+/// The `initialize` call that loads `members` in `process` (ext §2.1).
+async fn initialize(
+    process: &Arc<Process>,
+    entries: &[Entry],
+    members: &[usize],
+    config: &LoadConfig,
+) -> Result<Value, CallError> {
+    let paths: Vec<String> = members
+        .iter()
+        .filter_map(|&i| entries.get(i))
+        .map(|e| e.path.display().to_string())
+        .collect();
+    process
+        .call(
+            |id| ToExtension::Initialize {
+                id,
+                protocol: PROTOCOL_VERSION,
+                tau: config.tau_version.clone(),
+                cwd: config.cwd.display().to_string(),
+                agent_dir: config.agent_dir.display().to_string(),
+                mode: config.mode.clone(),
+                has_ui: config.has_ui,
+                extensions: paths,
+                state: json!({"projectTrusted": config.project_trusted}),
+            },
+            Some(Duration::from_secs(60)),
+            None,
+            None,
+        )
+        .await
 }
 
 /// Finds the Node host: `TAU_NODE_HOST`, else `<exe dir>/../share/tau/node-host/host.cjs` (an

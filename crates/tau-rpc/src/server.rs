@@ -1236,13 +1236,19 @@ pub async fn serve<I, O>(
 ) -> ExitReason
 where
     I: Read + Send + 'static,
-    O: Write + Send + 'static,
+    O: Write + std::os::fd::AsFd + Send + 'static,
 {
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(OUTBOUND_CAPACITY);
     let (failed_tx, mut failed_rx) = oneshot::channel();
+    let output = std::sync::Arc::new(crate::writer::Output::new(
+        output, shape, failed_tx, &out_tx,
+    ));
     let writer = std::thread::Builder::new()
         .name("tau-stdout".into())
-        .spawn(move || crate::writer::write_loop(out_rx, output, shape, failed_tx));
+        .spawn({
+            let output = std::sync::Arc::clone(&output);
+            move || output.write_loop(out_rx)
+        });
     let writer = match writer {
         Ok(handle) => handle,
         Err(err) => {
@@ -1250,7 +1256,8 @@ where
             return ExitReason::OutputFailed;
         }
     };
-    let sink = EventSink::new(out_tx);
+    let direct_writes = tokio::spawn(std::sync::Arc::clone(&output).write_when_woken());
+    let sink = EventSink::with_direct(out_tx, output);
     let ready = Ready {
         version: Some(version.to_string()),
     };
@@ -1421,6 +1428,7 @@ where
     // Closing the last sender lets the writer drain what is queued and flush.
     drop(server);
     let flushed = tokio::task::spawn_blocking(move || writer.join()).await;
+    direct_writes.abort();
     if !matches!(flushed, Ok(Ok(()))) {
         tracing::error!("the stdout writer did not finish cleanly");
     }

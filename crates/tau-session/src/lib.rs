@@ -50,7 +50,7 @@ pub use host_tools::{
     HostTool, HostToolBridge, HostToolError, HostToolRegistry, RegisteredHostTool,
 };
 pub use models::{StartupModel, resolve_startup_model};
-pub use outbound::{EventSink, ExtensionOutlet, Outbound, WeakEventSink};
+pub use outbound::{DirectWrite, EventSink, ExtensionOutlet, Outbound, WeakEventSink};
 pub use preferences::Preference;
 pub use session::{
     Admitted, AgentSession, BashRun, InputSource, Launch, NavigateOptions, NavigateOutcome,

@@ -1,6 +1,9 @@
 //! The one path from a session to stdout. Events and pre-serialised lines share a single
 //! ordered channel, so an event emitted before a response is written before it; the writer
-//! at the other end serialises events off the session's task.
+//! at the other end serialises events off the session's task. A writer may also take records
+//! on the producer's own thread ([`DirectWrite`]) when that cannot block or reorder them.
+
+use std::sync::Arc;
 
 use tau_protocol::SessionEvent;
 use tokio::sync::mpsc;
@@ -23,6 +26,18 @@ pub enum Outbound {
         array: RawJsonArray,
         tail: Vec<u8>,
     },
+    /// No record: wakes the writer's thread to write out bytes a [`DirectWrite`] took but
+    /// could not write without blocking.
+    Drain,
+}
+
+/// A writer's way to take a record on the producer's thread, without the hand-off to its
+/// own (issue 44: on a reply paced as models send it, that hand-off was a thread wake-up per
+/// delta). It declines whatever it cannot take at once and in order; the sink then queues it.
+pub trait DirectWrite: Send + Sync + std::fmt::Debug {
+    /// Takes `record`, or gives it back to be queued. Giving it back also counts it as
+    /// queued, so that no later record overtakes it.
+    fn try_write(&self, record: Outbound) -> Result<(), Outbound>;
 }
 
 /// Cloneable handle feeding the writer. The channel is bounded, so a client that stops reading
@@ -31,24 +46,52 @@ pub enum Outbound {
 #[derive(Debug, Clone)]
 pub struct EventSink {
     tx: mpsc::Sender<Outbound>,
+    direct: Option<Arc<dyn DirectWrite>>,
 }
 
 impl EventSink {
     pub fn new(tx: mpsc::Sender<Outbound>) -> Self {
-        Self { tx }
+        Self { tx, direct: None }
     }
 
-    /// Queues an event. If the writer is gone (stdout closed) the event is dropped: the
-    /// process is already shutting down.
+    /// A sink whose records go through `direct` when it takes them, else through `tx`.
+    pub fn with_direct(tx: mpsc::Sender<Outbound>, direct: Arc<dyn DirectWrite>) -> Self {
+        Self {
+            tx,
+            direct: Some(direct),
+        }
+    }
+
+    /// Hands `record` to the writer. If the writer is gone (stdout closed) the record is
+    /// dropped: the process is already shutting down.
+    async fn send(&self, record: Outbound) {
+        let record = match &self.direct {
+            Some(direct) => match direct.try_write(record) {
+                Ok(()) => return,
+                Err(record) => record,
+            },
+            None => record,
+        };
+        let _ = self.tx.send(record).await;
+    }
+
+    /// Queues an event (see [`EventSink::send`]).
     pub async fn emit(&self, event: SessionEvent) {
-        let _ = self.tx.send(Outbound::Event(Box::new(event))).await;
+        self.send(Outbound::Event(Box::new(event))).await;
     }
 
     /// Queues an event from code that cannot wait (a lock being let go): at once when the
     /// channel has room, else from a task of its own. Only for events whose place relative
     /// to the others does not matter.
     pub fn emit_now(&self, event: SessionEvent) {
-        match self.tx.try_send(Outbound::Event(Box::new(event))) {
+        let mut record = Outbound::Event(Box::new(event));
+        if let Some(direct) = &self.direct {
+            match direct.try_write(record) {
+                Ok(()) => return,
+                Err(declined) => record = declined,
+            }
+        }
+        match self.tx.try_send(record) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
             Err(mpsc::error::TrySendError::Full(outbound)) => {
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -67,22 +110,23 @@ impl EventSink {
     pub fn downgrade(&self) -> WeakEventSink {
         WeakEventSink {
             tx: self.tx.downgrade(),
+            direct: self.direct.clone(),
         }
     }
 
     /// Queues a typed record other than an event.
     pub async fn emit_record(&self, record: tau_protocol::rpc::OutboundRecord) {
-        let _ = self.tx.send(Outbound::Record(Box::new(record))).await;
+        self.send(Outbound::Record(Box::new(record))).await;
     }
 
     /// Queues a pre-serialised record.
     pub async fn emit_line(&self, line: Vec<u8>) {
-        let _ = self.tx.send(Outbound::Line(line)).await;
+        self.send(Outbound::Line(line)).await;
     }
 
     /// Queues a record whose array is spliced in as it is written.
     pub async fn emit_spliced(&self, head: Vec<u8>, array: RawJsonArray, tail: Vec<u8>) {
-        let _ = self.tx.send(Outbound::Spliced { head, array, tail }).await;
+        self.send(Outbound::Spliced { head, array, tail }).await;
     }
 }
 
@@ -90,18 +134,22 @@ impl EventSink {
 #[derive(Debug, Clone)]
 pub struct WeakEventSink {
     tx: mpsc::WeakSender<Outbound>,
+    direct: Option<Arc<dyn DirectWrite>>,
 }
 
 impl WeakEventSink {
     /// The sink, while the writer is there.
     pub fn upgrade(&self) -> Option<EventSink> {
-        self.tx.upgrade().map(|tx| EventSink { tx })
+        self.tx.upgrade().map(|tx| EventSink {
+            tx,
+            direct: self.direct.clone(),
+        })
     }
 
     /// [`EventSink::emit_now`], while the writer is there.
     pub fn emit_now(&self, event: SessionEvent) {
-        if let Some(tx) = self.tx.upgrade() {
-            EventSink { tx }.emit_now(event);
+        if let Some(sink) = self.upgrade() {
+            sink.emit_now(event);
         }
     }
 }

@@ -12,14 +12,16 @@
 // compiled as usual.
 // CommonJS, so that host.cjs loads the bundle through it before any ES module; lib/code-cache.mjs
 // hands the same instance to the ES modules (and so to TypeBox's loader, build/tau-typebox.mjs):
-// a file runs once, and TypeBox stays one instance whichever way it is reached.
+// a file runs once, and TypeBox stays one instance whichever way it is reached. This file's code
+// also runs inside the bundle and the start-up snapshot, each a copy of its own, so the first
+// copy to run leaves its exports on a global symbol and every later copy hands out those.
 
 "use strict";
 
 const { readFileSync, renameSync, statSync, writeFileSync } = require("node:fs");
 const { createRequire } = require("node:module");
 const { dirname } = require("node:path");
-const { Script } = require("node:vm");
+const { Script, runInThisContext } = require("node:vm");
 const zlib = require("node:zlib");
 
 // Node's own CommonJS wrapper, so the code runs as if required.
@@ -56,26 +58,42 @@ function hashOf(data) {
  * what it exported.
  */
 function requireWithCodeCache(file, standIns) {
+	return runOnce(file, standIns, (code) => {
+		let cachedData;
+		try {
+			const cache = readFileSync(codeCachePath(file));
+			const header = cache.indexOf(10);
+			const data = cache.subarray(header + 1);
+			if (header > 0 && cache.toString("latin1", 0, header) === `${stampOf(file)} ${hashOf(data)}`) cachedData = data;
+		} catch {
+			// No cache: compiled as usual.
+		}
+		// No `import()` in such a file: Node 20 cannot run one in code from a code cache.
+		const script = new Script(code, { filename: file, cachedData });
+		loaded.set(file, { script, cache: cachedData === undefined ? "none" : script.cachedDataRejected ? "rejected" : "used" });
+		return script.runInThisContext();
+	});
+}
+
+/**
+ * Runs `file` as requireWithCodeCache would, without a code cache and keeping no compiled
+ * script: for the start-up snapshot (scripts/build-snapshot.mjs), which cannot hold one of
+ * Node's compiled scripts. Later requireWithCodeCache calls for the file get what it exported.
+ */
+function requireForSnapshot(file, standIns) {
+	return runOnce(file, standIns, (code) => runInThisContext(code, { filename: file }));
+}
+
+/** `file` wrapped as Node wraps a CommonJS module, compiled by `compile`, run once. */
+function runOnce(file, standIns, compile) {
 	const known = required.get(file);
 	if (known) return known.exports;
-	const source = readFileSync(file, "utf8");
-	let cachedData;
-	try {
-		const cache = readFileSync(codeCachePath(file));
-		const header = cache.indexOf(10);
-		const data = cache.subarray(header + 1);
-		if (header > 0 && cache.toString("latin1", 0, header) === `${stampOf(file)} ${hashOf(data)}`) cachedData = data;
-	} catch {
-		// No cache: compiled as usual.
-	}
-	// No `import()` in such a file: Node 20 cannot run one in code from a code cache.
-	const script = new Script(WRAPPER[0] + source + WRAPPER[1], { filename: file, cachedData });
-	loaded.set(file, { script, cache: cachedData === undefined ? "none" : script.cachedDataRejected ? "rejected" : "used" });
+	const wrapped = compile(WRAPPER[0] + readFileSync(file, "utf8") + WRAPPER[1]);
 	const module = { exports: {}, id: file, filename: file, loaded: false };
 	required.set(file, module);
 	const nodeRequire = createRequire(file);
 	const require = standIns ? Object.assign((id) => (Object.hasOwn(standIns, id) ? standIns[id] : nodeRequire(id)), nodeRequire) : nodeRequire;
-	script.runInThisContext().call(module.exports, module.exports, require, module, file, dirname(file));
+	wrapped.call(module.exports, module.exports, require, module, file, dirname(file));
 	module.loaded = true;
 	return module.exports;
 }
@@ -98,4 +116,10 @@ function writeCodeCaches() {
 	return [...loaded.keys()];
 }
 
-module.exports = { codeCachePath, requireWithCodeCache, codeCacheUse, writeCodeCaches };
+/** The files run so far (the snapshot records their sizes and times). */
+function requiredFiles() {
+	return [...required.keys()];
+}
+
+const INSTANCE = Symbol.for("tau.node-host.code-cache");
+module.exports = globalThis[INSTANCE] ??= { codeCachePath, requireWithCodeCache, requireForSnapshot, requiredFiles, codeCacheUse, writeCodeCaches };

@@ -1,9 +1,11 @@
 // tau's Node extension host: runs pi 0.79 TypeScript/JavaScript extensions unmodified and speaks
 // tau's extension protocol (docs/extensions.md) for them on stdin/stdout. This module owns the
 // process: stdout protection, crash containment, and routing each incoming frame. host.cjs
-// starts it, from its install-time bundle when that is current (lib/host.bundle.cjs).
+// calls main(), from the start-up snapshot (lib/host.snapshot.blob) or the install-time bundle
+// (lib/host.bundle.cjs) when they are current, else from these sources. Importing it does
+// nothing else: the snapshot evaluates every module at install, long before the host runs.
 
-import "./stdout-guard.mjs";
+import { guardStdout } from "./stdout-guard.mjs";
 import module from "node:module";
 import { fileURLToPath } from "node:url";
 import { privateCacheDir } from "./cache.mjs";
@@ -14,19 +16,31 @@ import { cancelAllScopes, cancelScope, closeScope, openScope } from "./scope.mjs
 import { closeAllDialogs, settleDialog } from "./ui.mjs";
 import { errorMessage, readFrames, rejectAllPending, respond, respondError, send, settleResponse } from "./wire.mjs";
 
-// jiti and pi's packages are imported later, dynamically; on Node >= 22.1 their compiled code
-// is then cached on disk between runs (a no-op on Node 20, which lacks the API). Node's default
-// folder is in the shared temp directory, where another user could plant compiled code, so the
-// cache is used only in a private folder of the agent directory.
-if (module.enableCompileCache) {
-	const compileCache = privateCacheDir(process.env.PI_CODING_AGENT_DIR, "node-compile");
-	if (compileCache) module.enableCompileCache(compileCache);
+/** Starts the host on this process's stdin and stdout. */
+export function main() {
+	guardStdout();
+	// jiti and pi's packages are imported later, dynamically; on Node >= 22.1 their compiled code
+	// is then cached on disk between runs (a no-op on Node 20, which lacks the API). Node's default
+	// folder is in the shared temp directory, where another user could plant compiled code, so the
+	// cache is used only in a private folder of the agent directory.
+	if (module.enableCompileCache) {
+		const compileCache = privateCacheDir(process.env.PI_CODING_AGENT_DIR, "node-compile");
+		if (compileCache) module.enableCompileCache(compileCache);
+	}
+	// The host as tau started it (errors not traced to an extension are the host's): the entry
+	// Node ran, whether this module runs from its file, the bundle or the snapshot.
+	hostPath = process.argv[1] ?? fileURLToPath(new URL("../host.cjs", import.meta.url));
+	host = new Host();
+	process.on("uncaughtException", contain);
+	process.on("unhandledRejection", contain);
+	// A write to a model object an extension was handed (docs/extensions.md §4 `update_model`).
+	host.mirror.onModelWrite = (provider, modelId, patch) =>
+		send({ type: "action", extension: hostPath, action: "update_model", provider, modelId, patch });
+	readFrames(onFrame, exit);
 }
 
-// The host as tau started it (errors not traced to an extension are the host's): the entry
-// Node ran, whether this module runs from its file or from the bundle beside it.
-const HOST_PATH = process.argv[1] ?? fileURLToPath(new URL("../host.cjs", import.meta.url));
-const host = new Host();
+let hostPath;
+let host;
 
 let initialized;
 // Frames that need extension code wait for this; on Node without require(esm) it also covers
@@ -36,7 +50,7 @@ let ready;
 // pi would die here; tau's host reports the error against the extension whose code threw and
 // keeps serving the others.
 function contain(err) {
-	const extension = host.attribute(err) ?? HOST_PATH;
+	const extension = host.attribute(err) ?? hostPath;
 	try {
 		send({ type: "extension_error", extension, event: "uncaught", error: errorMessage(err) });
 	} catch {
@@ -44,8 +58,6 @@ function contain(err) {
 	}
 	process.stderr.write(`${err instanceof Error && err.stack ? err.stack : String(err)}\n`);
 }
-process.on("uncaughtException", contain);
-process.on("unhandledRejection", contain);
 
 function exit() {
 	cancelAllScopes();
@@ -72,10 +84,6 @@ function serve(frame, kind, work) {
 		)
 		.finally(() => closeScope(scope));
 }
-
-// A write to a model object an extension was handed (docs/extensions.md §4 `update_model`).
-host.mirror.onModelWrite = (provider, modelId, patch) =>
-	send({ type: "action", extension: HOST_PATH, action: "update_model", provider, modelId, patch });
 
 function onFrame(frame) {
 	// State rides on the frame that needs it, so it is applied before anything reads it, and in
@@ -125,5 +133,3 @@ function onFrame(frame) {
 			return;
 	}
 }
-
-readFrames(onFrame, exit);

@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import zlib from "node:zlib";
 import { privateCacheDir, restrictFiles } from "./cache.mjs";
-import { requireWithCodeCache } from "./code-cache.mjs";
+import { requireForSnapshot, requireWithCodeCache } from "./code-cache.mjs";
 
 const require = createRequire(import.meta.url);
 const modules = fileURLToPath(new URL("../node_modules/", import.meta.url));
@@ -153,7 +153,7 @@ export function getFacades() {
  * way it is the one TypeBox pi's packages import. Left to the aliases when the file is missing.
  */
 function addTypeboxModules(target) {
-	const build = join(modules, "typebox", "build", "tau-typebox.cjs");
+	const build = typeboxBuild();
 	if (!existsSync(build)) return;
 	for (const prefix of ["typebox", "@sinclair/typebox"]) {
 		for (const [suffix, part] of [["", "index"], ["/compile", "compile"], ["/value", "value"]]) {
@@ -162,6 +162,9 @@ function addTypeboxModules(target) {
 	}
 }
 
+function typeboxBuild() {
+	return join(modules, "typebox", "build", "tau-typebox.cjs");
+}
 
 let createJiti;
 
@@ -209,11 +212,11 @@ const JITI_BUILTINS = Object.fromEntries(Object.entries({
  * (lib/code-cache.mjs). Not through jiti's ES entry either way: importing that makes Node scan
  * the 190 KB bundle for export names before running it, a third of the host's start.
  */
-function loadCreateJiti() {
+function loadCreateJiti(load = requireWithCodeCache) {
 	// The copy installed beside the host, found without Node's resolver (~4 ms of each start).
 	const installed = join(modules, "jiti", "dist");
 	const dist = existsSync(join(installed, "jiti.cjs")) ? installed : join(dirname(require.resolve("jiti")), "..", "dist");
-	const createJitiFromBundle = requireWithCodeCache(join(dist, "jiti.cjs"), JITI_BUILTINS);
+	const createJitiFromBundle = load(join(dist, "jiti.cjs"), JITI_BUILTINS);
 	let babel;
 	// Loaded on a transpile-cache miss only, as jiti's own entry does.
 	const transform = (...args) => (babel ??= requireWithCodeCache(join(dist, "babel.cjs")))(...args);
@@ -225,6 +228,18 @@ function loadCreateJiti() {
 			nativeImport: (specifier) => import(specifier),
 			createRequire,
 		});
+}
+
+/**
+ * What the start-up snapshot (scripts/build-snapshot.mjs) runs at install, so that a start from
+ * it finds them evaluated: jiti's bundle (every extension's load needs it, ~4 ms) and TypeBox's
+ * main part (~5 ms for the extensions that build a schema, most of those that register a tool).
+ * The babel transform stays out: it is 1.5 MB that only a transpile-cache miss needs. pi's
+ * packages are ES modules, which a Node 20 snapshot cannot hold.
+ */
+export function preloadForSnapshot() {
+	createJiti ??= loadCreateJiti(requireForSnapshot);
+	if (existsSync(typeboxBuild())) void requireForSnapshot(typeboxBuild()).index;
 }
 
 /**

@@ -7,9 +7,11 @@ import { parseFrame } from "./deferred-json.mjs";
 import { writeLine } from "./stdout-guard.mjs";
 
 // `TAU_HOST_FRAME_LOG=<file>`: every frame read and written, one JSON line each
-// (`{"dir":"in"|"out","line":…}`), so tests can check tau's frames against its schema.
-const frameLog = process.env.TAU_HOST_FRAME_LOG;
+// (`{"dir":"in"|"out","line":…}`), so tests can check tau's frames against its schema. Read at
+// the first frame, not as the module loads: the start-up snapshot loads it at install.
+let frameLog;
 function logFrame(dir, line) {
+	frameLog ??= process.env.TAU_HOST_FRAME_LOG ?? "";
 	if (frameLog) appendFileSync(frameLog, `${JSON.stringify({ dir, line })}\n`);
 }
 

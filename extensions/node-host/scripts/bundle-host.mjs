@@ -6,8 +6,9 @@
 // becomes the bundle's own URL, still names a file there; `import.meta.resolve` (only Node's
 // fallback in packages.mjs) becomes require.resolve, the one resolver CommonJS has.
 
-import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, join, relative } from "node:path";
+import { hostBuildOptions, routeImports } from "./host-cjs.mjs";
 
 const root = join(import.meta.dirname, "..");
 const lib = join(root, "lib");
@@ -17,41 +18,9 @@ const record = join(lib, "host.bundle.json");
 rmSync(record, { force: true });
 
 const { build } = await import("esbuild");
-// Where host.cjs leaves its `import()` for the bundle (see below).
-const IMPORT_KEY = "tau.node-host.import";
-const result = await build({
-	absWorkingDir: root,
-	entryPoints: [join(lib, "main.mjs")],
-	bundle: true,
-	format: "cjs",
-	define: { "import.meta.url": "__tauModuleUrl", "import.meta.resolve": "__tauResolve" },
-	platform: "node",
-	target: "node20",
-	packages: "external",
-	outfile: out,
-	metafile: true,
-	logLevel: "warning",
-	banner: {
-		js: [
-			"// Written by scripts/bundle-host.mjs from lib/*.mjs at install; edit those, not this.",
-			// The sources are ES modules, which are strict.
-			'"use strict";',
-			'const __tauModuleUrl = require("node:url").pathToFileURL(__filename).href;',
-			'const __tauResolve = (specifier) => require("node:url").pathToFileURL(require.resolve(specifier)).href;',
-			`const __tauImport = globalThis[Symbol.for("${IMPORT_KEY}")] ?? ((specifier) => import(specifier));`,
-		].join("\n"),
-	},
-});
-
-// host.cjs runs the bundle from V8's code cache (lib/code-cache.cjs), and in Node 20 code that
-// came from a code cache cannot use `import()` ("A dynamic import callback was not specified"):
-// the bundle's own imports of ES modules go through a function host.cjs defines, whose code Node
-// compiles as usual. The specifiers are absolute URLs or paths, so the importer does not matter.
-const bundled = readFileSync(out, "utf8");
-const imports = /(?<![\w$.])import\(/g;
-// After the banner's own line, the fallback for a bundle that runs without the cache.
-const body = bundled.indexOf("\n", bundled.indexOf("const __tauImport")) + 1;
-writeFileSync(out, bundled.slice(0, body) + bundled.slice(body).replace(imports, "__tauImport("));
+const result = await build(hostBuildOptions(root, join(lib, "main.mjs"), out));
+// host.cjs runs the bundle from V8's code cache (lib/code-cache.cjs), where `import()` fails.
+routeImports(out);
 
 const files = {};
 for (const input of Object.keys(result.metafile.inputs)) {

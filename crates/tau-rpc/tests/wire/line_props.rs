@@ -121,6 +121,7 @@ fn run(input: &[u8]) -> Vec<Vec<u8>> {
                         Outbound::Spliced { head, array, tail } => {
                             [head, array.to_vec(), tail].concat()
                         }
+                        Outbound::Drain => continue,
                     };
                     written.lock().unwrap().push(line);
                 }

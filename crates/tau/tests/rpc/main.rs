@@ -16,6 +16,7 @@ mod commands;
 mod compaction;
 mod eof_work;
 mod ext_session;
+mod ext_snapshot;
 mod ext_wait;
 mod extension_frames;
 mod extensions;
