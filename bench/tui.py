@@ -16,8 +16,8 @@ API) with the same models.json.
 
 --code makes the reply one Rust code block (ten deltas a line), drawn highlighted.
 --pace MS has the mock wait MS milliseconds between two deltas (chunkDelayMs), as a model does;
-a third figure, reply s, is then the time from Enter until the reply's last word is on screen,
-which shows what waits between a delta's arrival and its frame.
+reply s is the time from Enter until the reply's last word is on screen: with --pace it shows
+what waits between a delta's arrival and its frame, without it how fast a burst gets through.
 
 Needs `cargo build --profile dist -p tau -p tau-mock-llm` (done here) and, for the pi column,
 bash bench/reference/install-pi.sh.
@@ -211,12 +211,12 @@ def main():
             for name, (argv, env) in agents.items():
                 results[name].append(run_once(argv, env, cwd, url, args.deltas, b"mock-1", args.code,
                                               args.pace))
-        paced = " | reply s (Enter to the last delta on screen)" if args.pace else ""
+        paced = " | reply s (Enter to the last delta on screen)"
         print("| agent | start ms (launch to editable prompt) | CPU s (start, %d-delta reply, exit) "
               "| screen MB%s |" % (args.deltas, paced))
-        print("|---|---:|---:|---:|" + ("---:|" if args.pace else ""))
+        print("|---|---:|---:|---:|---:|")
         for name, rows in results.items():
-            reply = " | %.2f" % statistics.median(r[2] for r in rows) if args.pace else ""
+            reply = " | %.2f" % statistics.median(r[2] for r in rows)
             print("| %s | %.1f | %.3f | %.2f%s |" % (name, statistics.median(r[0] for r in rows),
                                                      statistics.median(r[1] for r in rows),
                                                      statistics.median(r[3] for r in rows), reply))

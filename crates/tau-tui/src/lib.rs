@@ -180,7 +180,7 @@ fn delta_of(line: &[u8]) -> Option<(bool, std::borrow::Cow<'_, str>)> {
 /// Reads the server's records, one per line, for the UI thread. Deltas that arrive together
 /// are sent as one, so a fast stream costs the UI one wake-up per read, not one per token.
 fn read_records(records: impl Read, tx: &mpsc::Sender<Input>) {
-    let mut reader = BufReader::new(records);
+    let mut reader = BufReader::with_capacity(RECORDS_READ, LastRead::new(records));
     let mut line = Vec::new();
     let mut pending: Option<(bool, String)> = None;
     loop {
@@ -219,15 +219,53 @@ fn read_records(records: impl Read, tx: &mpsc::Sender<Input>) {
         // Nothing more waiting: what was joined goes before the read that may block.
         if reader.buffer().is_empty()
             && let Some((thinking, text)) = pending.take()
-            && tx.send(Input::Delta { thinking, text }).is_err()
         {
-            return;
+            if tx.send(Input::Delta { thinking, text }).is_err() {
+                return;
+            }
+            // A reply is streaming and the pipe held little (a paced reply; a burst fills
+            // reads): the next deltas gather in the pipe for half a frame and are read
+            // together, instead of waking this thread for each (issue 44). Other records wait
+            // as long at most.
+            if reader.get_ref().last.get() < PACED_READ {
+                std::thread::sleep(FRAME / 2);
+            }
         }
     }
     if let Some((thinking, text)) = pending.take() {
         let _ = tx.send(Input::Delta { thinking, text });
     }
     let _ = tx.send(Input::ServerGone);
+}
+
+/// The most the records' reader asks of the pipe at once.
+const RECORDS_READ: usize = 16 * 1024;
+
+/// A read of less than this while deltas come is a paced reply's (a few records), not a
+/// burst's.
+const PACED_READ: usize = 4096;
+
+/// A reader that remembers how much its last read returned.
+struct LastRead<R> {
+    inner: R,
+    last: std::cell::Cell<usize>,
+}
+
+impl<R> LastRead<R> {
+    fn new(inner: R) -> Self {
+        Self {
+            inner,
+            last: std::cell::Cell::new(0),
+        }
+    }
+}
+
+impl<R: Read> Read for LastRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.last.set(read);
+        Ok(read)
+    }
 }
 
 /// How often the loop looks whether the terminal has gone.
@@ -304,10 +342,21 @@ fn event_loop(
                 return Ok(());
             }
         }
-        let input = match rx.recv_timeout(wait) {
-            Ok(input) => input,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+        let input = if app.dirty && !wait.is_zero() {
+            // A frame is due: what comes until then is drawn with it anyway, so this thread
+            // sleeps to it rather than waking for each delta of a paced reply (issue 44).
+            std::thread::sleep(wait);
+            match rx.try_recv() {
+                Ok(input) => input,
+                Err(mpsc::TryRecvError::Empty) => continue,
+                Err(mpsc::TryRecvError::Disconnected) => return Ok(()),
+            }
+        } else {
+            match rx.recv_timeout(wait) {
+                Ok(input) => input,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            }
         };
         // Everything already waiting is taken before the next frame.
         for input in std::iter::once(input).chain(rx.try_iter()) {
