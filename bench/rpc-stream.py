@@ -9,11 +9,12 @@ also holds the extension's start-up)
 and, when installed, pi 0.79 itself in the same run.
 
     python3 bench/rpc-stream.py [--deltas 10000] [--pi /tmp/pi-ref] [--pi152 /tmp/pi-152] [--runs 5] [--only lean]
-                                [--pace 2] [--syscalls]
+                                [--pace 2] [--syscalls] [--floor]
 
 --pace MS has the mock wait MS milliseconds between two deltas (chunkDelayMs), as a model
 sends them: each delta then wakes the agent on its own, which is what users meet (issue 44);
-"cpu us/delta" is the CPU per delta. --syscalls runs each tau target once more under
+"cpu us/delta" is the CPU per delta. --floor runs bench/floor.c beside: a C program making only
+the three calls per delta (epoll_wait, recv, write), the least any agent pays per delta here. --syscalls runs each tau target once more under
 `strace -c -f` and prints its futex, epoll_wait and write calls per delta (thread hand-offs).
 
 pi 1.5.2 (lean `message_update`s by default) is the reference for tau's lean shape; install it
@@ -107,6 +108,8 @@ def main():
     parser.add_argument("--only", help="run only the targets whose name contains this")
     parser.add_argument("--pace", type=int, default=0, help="milliseconds between two deltas")
     parser.add_argument("--syscalls", action="store_true", help="count syscalls per delta (strace)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also run bench/floor.c (built with cc): the kernel's part of a delta")
     args = parser.parse_args()
     mock = subprocess.Popen([MOCK, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     url = json.loads(mock.stdout.readline())["url"]
@@ -125,6 +128,10 @@ def main():
                ("tau (full, ext)", [TAU, "--mode", "rpc", "--no-session", "-e", watcher]),
                ("tau (lean, ext)", [TAU, "--mode", "rpc", "--no-session", "--message-updates", "lean",
                                     "-e", watcher])]
+    if args.floor:
+        floor = os.path.join(work, "floor")
+        subprocess.run(["cc", "-O2", "-o", floor, os.path.join(ROOT, "bench", "floor.c")], check=True)
+        targets.insert(0, ("floor (C)", [floor, url.rsplit(":", 1)[1].split("/")[0]]))
     pi = os.path.join(args.pi, "node_modules/.bin/pi")
     if os.path.exists(pi):
         targets.append(("pi 0.79", [pi, "--mode", "rpc", "--no-session", "--model", "mock/mock-1"]))
