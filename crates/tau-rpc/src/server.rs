@@ -14,10 +14,9 @@ use tau_protocol::extension::ExtensionAction;
 use tau_session::carrying_out::Carried;
 use tau_session::replacing::Replaced;
 use tau_session::{
-    AgentSession, EventSink, InputSource, Outbound, Preference, QueueAs, Replacement, SessionError,
-    Submitted,
+    AgentSession, EventSink, InputSource, Preference, QueueAs, Replacement, SessionError, Submitted,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use crate::framing::LineReader;
 use crate::parse::{Inbound, parse_line};
@@ -1238,26 +1237,14 @@ where
     I: Read + Send + 'static,
     O: Write + std::os::fd::AsFd + Send + 'static,
 {
-    let (out_tx, out_rx) = mpsc::channel::<Outbound>(OUTBOUND_CAPACITY);
-    let (failed_tx, mut failed_rx) = oneshot::channel();
-    let output = std::sync::Arc::new(crate::writer::Output::new(
-        output, shape, failed_tx, &out_tx,
-    ));
-    let writer = std::thread::Builder::new()
-        .name("tau-stdout".into())
-        .spawn({
-            let output = std::sync::Arc::clone(&output);
-            move || output.write_loop(out_rx)
-        });
-    let writer = match writer {
-        Ok(handle) => handle,
+    let (sink, writer, mut failed_rx) = match crate::writer::start(output, shape, OUTBOUND_CAPACITY)
+    {
+        Ok(started) => started,
         Err(err) => {
             tracing::error!("cannot start the stdout writer: {err}");
             return ExitReason::OutputFailed;
         }
     };
-    let direct_writes = tokio::spawn(std::sync::Arc::clone(&output).write_when_woken());
-    let sink = EventSink::with_direct(out_tx, output);
     let ready = Ready {
         version: Some(version.to_string()),
     };
@@ -1427,9 +1414,7 @@ where
     }
     // Closing the last sender lets the writer drain what is queued and flush.
     drop(server);
-    let flushed = tokio::task::spawn_blocking(move || writer.join()).await;
-    direct_writes.abort();
-    if !matches!(flushed, Ok(Ok(()))) {
+    if !writer.finish().await {
         tracing::error!("the stdout writer did not finish cleanly");
     }
     if reason == ExitReason::InputClosed && failed_rx.try_recv().is_ok() {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tau_protocol::SessionEvent;
 use tau_protocol::{AgentEvent, AgentMessage};
-use tau_session::{DirectWrite, Outbound};
+use tau_session::{DirectWrite, EventSink, Outbound};
 use tau_store::RawJsonArray;
 use tokio::sync::{Notify, mpsc, oneshot};
 
@@ -30,6 +30,53 @@ const BATCH: usize = 256 * 1024;
 /// The most a descriptor that polls writable is sure to take in one write without blocking
 /// (POSIX's `PIPE_BUF`; Linux's is 4096).
 const PIPE_BUF: usize = 4096;
+
+/// A running writer: the thread that may block and the worker's task that may not.
+pub struct Writer {
+    /// For the tests, which ask the direct path itself.
+    #[cfg(test)]
+    direct_path: Arc<dyn DirectWrite>,
+    thread: std::thread::JoinHandle<()>,
+    direct: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the writer of `out` (its thread, and its task on the current runtime) and returns
+/// the sink that feeds it and the receiver of the first write error (the client closed its
+/// end). `capacity` bounds the records queued for the thread.
+pub fn start<O: Write + AsFd + Send + 'static>(
+    out: O,
+    shape: UpdateShape,
+    capacity: usize,
+) -> io::Result<(EventSink, Writer, oneshot::Receiver<io::Error>)> {
+    let (tx, rx) = mpsc::channel(capacity);
+    let (failed, failed_rx) = oneshot::channel();
+    let output = Arc::new(Output::new(out, shape, failed, &tx));
+    let thread = std::thread::Builder::new()
+        .name("tau-stdout".into())
+        .spawn({
+            let output = Arc::clone(&output);
+            move || output.write_loop(rx)
+        })?;
+    let direct = tokio::spawn(Arc::clone(&output).write_when_woken());
+    let writer = Writer {
+        #[cfg(test)]
+        direct_path: Arc::clone(&output) as Arc<dyn DirectWrite>,
+        thread,
+        direct,
+    };
+    Ok((EventSink::with_direct(tx, output), writer, failed_rx))
+}
+
+impl Writer {
+    /// Once every sink is gone: waits for the thread to write what is left and close the
+    /// output. False when it did not end cleanly.
+    pub async fn finish(self) -> bool {
+        let thread = self.thread;
+        let finished = tokio::task::spawn_blocking(move || thread.join()).await;
+        self.direct.abort();
+        matches!(finished, Ok(Ok(())))
+    }
+}
 
 /// The output and everything both hands share.
 pub struct Output<O> {
@@ -468,7 +515,6 @@ mod tests {
     use super::*;
     use std::io::Read;
     use std::time::{Duration, Instant};
-    use tau_session::EventSink;
 
     fn line(n: usize, width: usize) -> Vec<u8> {
         format!("{{\"n\":{n},\"pad\":\"{}\"}}", "x".repeat(width)).into_bytes()
@@ -491,15 +537,7 @@ mod tests {
             all
         });
         runtime.block_on(async move {
-            let (tx, rx) = mpsc::channel(8);
-            let (failed, _failed_rx) = oneshot::channel();
-            let output = Arc::new(Output::new(pipe, UpdateShape::Lean, failed, &tx));
-            let thread = std::thread::spawn({
-                let output = Arc::clone(&output);
-                move || output.write_loop(rx)
-            });
-            let direct = tokio::spawn(Arc::clone(&output).write_when_woken());
-            let sink = EventSink::with_direct(tx, output);
+            let (sink, writer, _failed) = start(pipe, UpdateShape::Lean, 8).unwrap();
             for n in 0..count {
                 sink.emit_line(line(n, width)).await;
                 if n % 7 == 0 {
@@ -507,10 +545,7 @@ mod tests {
                 }
             }
             drop(sink);
-            tokio::task::spawn_blocking(move || thread.join().unwrap())
-                .await
-                .unwrap();
-            direct.abort();
+            assert!(writer.finish().await);
         });
         client.join().unwrap()
     }
@@ -582,15 +617,7 @@ mod tests {
         runtime.block_on(async {
             let (reader, pipe) = std::io::pipe().unwrap();
             drop(reader);
-            let (tx, rx) = mpsc::channel(8);
-            let (failed, failed_rx) = oneshot::channel();
-            let output = Arc::new(Output::new(pipe, UpdateShape::Lean, failed, &tx));
-            let thread = std::thread::spawn({
-                let output = Arc::clone(&output);
-                move || output.write_loop(rx)
-            });
-            let direct = tokio::spawn(Arc::clone(&output).write_when_woken());
-            let sink = EventSink::with_direct(tx, Arc::clone(&output) as Arc<dyn DirectWrite>);
+            let (sink, writer, failed_rx) = start(pipe, UpdateShape::Lean, 8).unwrap();
             sink.emit_line(line(0, 10)).await;
             let err = tokio::time::timeout(Duration::from_secs(10), failed_rx)
                 .await
@@ -598,12 +625,14 @@ mod tests {
                 .unwrap();
             assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
             // Taken and dropped, not queued behind a writer that is gone.
-            assert!(output.try_write(Outbound::Line(line(1, 10))).is_ok());
+            assert!(
+                writer
+                    .direct_path
+                    .try_write(Outbound::Line(line(1, 10)))
+                    .is_ok()
+            );
             drop(sink);
-            tokio::task::spawn_blocking(move || thread.join().unwrap())
-                .await
-                .unwrap();
-            direct.abort();
+            assert!(writer.finish().await);
         });
     }
 }
