@@ -41,7 +41,6 @@ use tau_protocol::{
     UserContentBlock,
 };
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 pub use tokio_util::sync::CancellationToken;
 
 pub use classify::{is_context_overflow, is_overflow_error, is_retryable_error};
@@ -463,21 +462,60 @@ pub fn http_client() -> reqwest::Client {
 }
 
 /// The events of one streamed assistant message.
+///
+/// The reply is produced inside the consumer's own task: [`AssistantStream::next`] polls the
+/// request's future whenever no event is waiting, and the future queues what each chunk gave
+/// on a channel that is only ever read here. A spawned task would cost every paced delta a
+/// second task's wake-up and poll, and the cold caches of both, for nothing: the consumer waits
+/// on the reply anyway (issue 44; T134).
 pub struct AssistantStream {
     rx: mpsc::Receiver<Box<AssistantMessageEvent>>,
-    task: Option<JoinHandle<()>>,
+    /// The request and its decoding, until it has sent its last event.
+    producer: Option<Producer>,
 }
+
+type Producer = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 impl AssistantStream {
     /// The next event; `None` after `done`/`error`.
     pub async fn next(&mut self) -> Option<AssistantMessageEvent> {
-        self.rx.recv().await.map(|event| *event)
+        self.next_boxed().await.map(|event| *event)
     }
 
     /// [`AssistantStream::next`] as the event travelled: boxed, for a consumer that keeps
     /// it boxed (an `AgentEvent::MessageUpdate` holds it so).
     pub async fn next_boxed(&mut self) -> Option<Box<AssistantMessageEvent>> {
-        self.rx.recv().await
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    fn poll_next(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Box<AssistantMessageEvent>>> {
+        use std::task::Poll;
+        use tokio::sync::mpsc::error::TryRecvError;
+        loop {
+            match self.rx.try_recv() {
+                Ok(event) => return Poll::Ready(Some(event)),
+                Err(TryRecvError::Disconnected) => return Poll::Ready(None),
+                Err(TryRecvError::Empty) => {}
+            }
+            let Some(producer) = self.producer.as_mut() else {
+                return self.rx.poll_recv(cx);
+            };
+            match producer.as_mut().poll(cx) {
+                // Its sender is gone with it: what it queued is read, then `None`.
+                Poll::Ready(()) => self.producer = None,
+                Poll::Pending => {
+                    return match self.rx.try_recv() {
+                        Ok(event) => Poll::Ready(Some(event)),
+                        Err(TryRecvError::Disconnected) => Poll::Ready(None),
+                        // Woken by what it waits on (the socket, a timer, the channel's room).
+                        Err(TryRecvError::Empty) => Poll::Pending,
+                    };
+                }
+            }
+        }
     }
 
     /// Drains the stream and returns the final message (`stopReason` `error`/`aborted` on
@@ -496,14 +534,6 @@ impl AssistantStream {
         message.stop_reason = StopReason::Error;
         message.error_message = Some("The provider stream ended without a result".into());
         message
-    }
-}
-
-impl Drop for AssistantStream {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
     }
 }
 
@@ -536,7 +566,7 @@ pub fn stream(
     let emitter = Emitter::new(model, tx, options.include_partial);
     let built = build(model, context, &options);
     let client = client.clone();
-    let task = tokio::spawn(async move {
+    let producer = Box::pin(async move {
         let mut emitter = emitter;
         let (request, adapter) = match built {
             Ok(built) => built,
@@ -551,7 +581,7 @@ pub fn stream(
     });
     AssistantStream {
         rx,
-        task: Some(task),
+        producer: Some(producer),
     }
 }
 
@@ -587,6 +617,54 @@ async fn within<T>(
             result = &mut future => return Ok(result),
             () = deadline => return Err(ProviderError::Idle(limit)),
             () = changed => {}
+        }
+    }
+}
+
+/// What the wait for a body's next chunk watches besides the body: the run's cancellation, the
+/// idle limit and its cap's changes. They are made once per body and kept from chunk to
+/// chunk, the timer only moved on (a later deadline is a store, no lock): made for each chunk,
+/// as [`within`] does, they cost a paced delta a new timer, a new `Notified` and a new
+/// cancellation future, each registered and dropped again, ~1.5 K of its ~16 K instructions.
+struct ChunkWaits<'o> {
+    options: &'o StreamOptions,
+    cancelled: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFuture<'o>>>,
+    changed: std::pin::Pin<Box<tokio::sync::futures::Notified<'o>>>,
+    idle: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<'o> ChunkWaits<'o> {
+    fn new(options: &'o StreamOptions) -> Self {
+        Self {
+            options,
+            cancelled: Box::pin(options.cancel.cancelled()),
+            changed: options.idle_cap.changed(),
+            idle: Box::pin(tokio::time::sleep(Duration::ZERO)),
+        }
+    }
+
+    /// The body's next item, as [`within`] with the idle timeout would wait for it.
+    async fn next<S: futures_util::Stream + Unpin>(
+        &mut self,
+        body: &mut S,
+    ) -> Result<Option<S::Item>, ProviderError> {
+        let started = tokio::time::Instant::now();
+        loop {
+            let limit = self.options.idle_cap.applied_to(self.options.idle_timeout);
+            let timed = match started.checked_add(limit).filter(|_| !limit.is_zero()) {
+                Some(at) => {
+                    self.idle.as_mut().reset(at);
+                    true
+                }
+                None => false,
+            };
+            tokio::select! {
+                biased;
+                () = &mut self.cancelled => return Err(ProviderError::Aborted),
+                next = body.next() => return Ok(next),
+                () = &mut self.idle, if timed => return Err(ProviderError::Idle(limit)),
+                () = &mut self.changed => self.changed = self.options.idle_cap.changed(),
+            }
         }
     }
 }
@@ -815,8 +893,9 @@ async fn run(
     let mut body = response.bytes_stream();
     let mut decoder = BodyDecoder::new(request.framing);
     let mut ops = Vec::new();
+    let mut waits = ChunkWaits::new(options);
     loop {
-        let chunk = match guarded(body.next(), options).await? {
+        let chunk = match waits.next(&mut body).await? {
             None => break,
             Some(Ok(chunk)) => chunk,
             Some(Err(err)) => {
