@@ -15,7 +15,6 @@ mod models_json;
 mod patch;
 mod schema;
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -30,7 +29,7 @@ pub(crate) use auth::{COMMAND_TIMEOUT, run_shell};
 pub use catalog::{
     DEFAULT_MODEL_PER_PROVIDER, builtin_models, builtin_models_json, default_model_id,
 };
-pub use models_json::ModelsJsonError;
+pub use models_json::{Models, ModelsJsonError};
 pub use patch::ModelPatch;
 
 use auth::{AuthFile, ConfigValue, Credential};
@@ -122,7 +121,7 @@ impl fmt::Debug for RequestConfig {
 
 /// Everything read from disk, built on first use.
 struct Loaded {
-    models: Cow<'static, [Model]>,
+    models: Models,
     models_error: Option<ModelsJsonError>,
     auth: AuthFile,
     auth_error: Option<String>,
@@ -230,11 +229,7 @@ impl Registry {
             None => self.model_patches.push((key, patch.clone())),
         }
         if let Some(loaded) = self.loaded.get_mut()
-            && let Some(model) = loaded
-                .models
-                .to_mut()
-                .iter_mut()
-                .find(|m| m.provider == provider && m.id == id)
+            && let Some(model) = loaded.models.find_mut(provider, id)
         {
             patch.apply(model);
         }
@@ -270,11 +265,7 @@ impl Registry {
             };
             let mut models = models_json::merge(builtins, custom.as_ref());
             for ((provider, id), patch) in &self.model_patches {
-                if let Some(model) = models
-                    .to_mut()
-                    .iter_mut()
-                    .find(|m| &m.provider == provider && &m.id == id)
-                {
+                if let Some(model) = models.find_mut(provider, id) {
                     patch.apply(model);
                 }
             }
@@ -330,7 +321,7 @@ impl Registry {
     }
 
     /// Every model, built-in and custom, in registry order, with or without credentials.
-    pub fn all_models(&self) -> &[Model] {
+    pub fn all_models(&self) -> &Models {
         &self.loaded().models
     }
 
@@ -338,21 +329,34 @@ impl Registry {
     /// text, made once per process, when nothing changed it. `None` if serialising failed,
     /// which plain data does not.
     pub fn all_models_json(&self) -> Option<Box<serde_json::value::RawValue>> {
-        match &self.loaded().models {
-            Cow::Borrowed(_) => builtin_models_json().map(ToOwned::to_owned),
-            Cow::Owned(models) => serde_json::value::to_raw_value(models).ok(),
+        let models = &self.loaded().models;
+        if models.is_builtin_catalog() {
+            builtin_models_json().map(ToOwned::to_owned)
+        } else {
+            serde_json::value::to_raw_value(models).ok()
         }
     }
 
     /// The models whose provider has credentials configured, in registry order.
     pub fn available_models(&self) -> Vec<&Model> {
+        // A provider's models are listed together: its verdict is kept while they pass,
+        // rather than hashing every model's provider name (~800 of them).
         let mut verdicts: HashMap<&str, bool> = HashMap::new();
+        let mut last: Option<(&str, bool)> = None;
         self.all_models()
             .iter()
             .filter(|m| {
-                *verdicts
-                    .entry(m.provider.as_str())
-                    .or_insert_with(|| self.has_auth(&m.provider))
+                let provider = m.provider.as_str();
+                if let Some((name, verdict)) = last
+                    && name == provider
+                {
+                    return verdict;
+                }
+                let verdict = *verdicts
+                    .entry(provider)
+                    .or_insert_with(|| self.has_auth(provider));
+                last = Some((provider, verdict));
+                verdict
             })
             .collect()
     }

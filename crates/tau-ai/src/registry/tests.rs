@@ -73,7 +73,7 @@ fn missing_files_mean_builtins_only() {
 fn assert_json_is_the_models(reg: &Registry) {
     let text = reg.all_models_json().expect("the catalog serialises");
     let read: Vec<tau_protocol::Model> = serde_json::from_str(text.get()).unwrap();
-    assert_eq!(read.as_slice(), reg.all_models());
+    assert_eq!(reg.all_models(), read.as_slice());
 }
 
 #[test]
@@ -527,6 +527,68 @@ fn custom_models_replace_builtins_in_place() {
     assert_eq!(all.len(), builtin_models().len());
     assert_eq!(all[builtin_pos].name, "Mine");
     assert_eq!(all[builtin_pos].context_window, 1000);
+}
+
+#[test]
+fn a_models_json_that_only_adds_models_leaves_the_catalog_uncopied() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "models.json",
+        r#"{"providers":{
+            "local":{"baseUrl":"http://127.0.0.1:1/v1","api":"openai-completions","apiKey":"k",
+                     "models":[{"id":"one"},{"id":"two"},{"id":"one","name":"One again"}]},
+            "anthropic":{"models":[{"id":"claude-new","contextWindow":5}]}}}"#,
+    );
+    let reg = registry(dir.path(), &[]);
+    let all = reg.all_models();
+    assert!(!all.copies_catalog());
+    // The catalog as it is, then the added models in file order, a repeated id in its place.
+    let n = builtin_models().len();
+    assert!(all.iter().take(n).eq(builtin_models().iter()));
+    let added: Vec<(&str, &str, &str)> = all
+        .iter()
+        .skip(n)
+        .map(|m| (m.provider.as_str(), m.id.as_str(), m.name.as_str()))
+        .collect();
+    assert_eq!(
+        added,
+        [
+            ("local", "one", "One again"),
+            ("local", "two", "two"),
+            ("anthropic", "claude-new", "claude-new")
+        ]
+    );
+    assert_eq!(all.len(), n + 3);
+    assert_eq!(all.get(n + 1).map(|m| m.id.as_str()), Some("two"));
+    assert!(all.get(n + 3).is_none());
+    // Extensions see the same list as JSON.
+    let json: Vec<Model> = serde_json::from_str(reg.all_models_json().unwrap().get()).unwrap();
+    assert_eq!(all, json.as_slice());
+}
+
+#[test]
+fn changing_a_builtin_provider_copies_the_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "models.json",
+        r#"{"providers":{"openai":{"baseUrl":"http://127.0.0.1:2/v1"}}}"#,
+    );
+    let reg = registry(dir.path(), &[]);
+    let all = reg.all_models();
+    assert!(all.copies_catalog());
+    assert_eq!(all.len(), builtin_models().len());
+    assert!(
+        all.iter()
+            .filter(|m| m.provider == "openai")
+            .all(|m| m.base_url == "http://127.0.0.1:2/v1")
+    );
+    assert!(
+        all.iter()
+            .filter(|m| m.provider == "anthropic")
+            .all(|m| m.base_url != "http://127.0.0.1:2/v1")
+    );
 }
 
 #[test]
