@@ -225,16 +225,13 @@ impl<O: Write + AsFd + Send + 'static> DirectWrite for Output<O> {
             if state.broken || state.out.is_none() {
                 return Ok(());
             }
-            let was_empty = state.buf.is_empty();
             let State { buf, renderer, .. } = &mut *state;
             if let Err(err) = serialise(buf, renderer, record) {
                 state.fail(err);
                 return Ok(());
             }
             drop(state);
-            if was_empty {
-                self.unwritten.notify_one();
-            }
+            self.unwritten.notify_one();
             return Ok(());
         }
         self.queued.fetch_add(1, Ordering::AcqRel);
@@ -571,6 +568,69 @@ mod tests {
             .flat_map(|n| [line(n, 10), b"\n".to_vec()].concat())
             .collect();
         assert!(all == expected, "the output differs from the lines sent");
+    }
+
+    /// Small records written straight through from threads other than the runtime's worker,
+    /// at the same time as it writes what they queued: each round's last record must reach
+    /// the client with no later record to push it out. A writer that woke its task only for
+    /// a record into an empty buffer lost that wake-up whenever the task found the buffer
+    /// locked by another writer, and the round's tail stayed unwritten.
+    #[test]
+    fn records_from_several_threads_all_arrive_without_a_later_one() {
+        const THREADS: usize = 4;
+        const PER_THREAD: usize = 25;
+        const ROUNDS: usize = 300;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (reader, pipe) = std::io::pipe().unwrap();
+        let (lines_tx, lines_rx) = std::sync::mpsc::channel::<usize>();
+        let client = std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(reader).lines() {
+                let Ok(line) = line else { break };
+                if lines_tx.send(line.len()).is_err() {
+                    break;
+                }
+            }
+        });
+        let (sink, writer, _failed) = {
+            let _context = runtime.enter();
+            start(pipe, UpdateShape::Lean, 8).unwrap()
+        };
+        let mut received = 0;
+        for round in 0..ROUNDS {
+            let emitters: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let sink = sink.clone();
+                    let handle = runtime.handle().clone();
+                    std::thread::spawn(move || {
+                        for n in 0..PER_THREAD {
+                            handle.block_on(sink.emit_line(line(round * 1000 + t * 100 + n, 8)));
+                        }
+                    })
+                })
+                .collect();
+            for emitter in emitters {
+                emitter.join().unwrap();
+            }
+            let expected = (round + 1) * THREADS * PER_THREAD;
+            while received < expected {
+                match lines_rx.recv_timeout(Duration::from_secs(10)) {
+                    Ok(_) => received += 1,
+                    Err(_) => panic!(
+                        "round {round}: {} of the round's records never reached the client",
+                        expected - received
+                    ),
+                }
+            }
+        }
+        drop(sink);
+        assert!(runtime.block_on(writer.finish()));
+        client.join().unwrap();
+        assert!(lines_rx.try_recv().is_err(), "no record twice");
     }
 
     /// A pipe nobody reads, filled up.

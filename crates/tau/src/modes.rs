@@ -233,15 +233,24 @@ fn serve_in_process<T: Send + 'static>(
         shape,
         ..
     } = served;
-    let reason = runtime.block_on(tau_rpc::serve(
+    let serving = tau_rpc::serve(
         commands_in,
         records_out,
         VERSION,
         shape,
-        |sink| session.into_session(sink),
+        move |sink| session.into_session(sink),
         extensions.take(),
         signals.first(),
-    ));
+    );
+    // On the runtime's worker, as RPC mode's: the commands' loop then shares the thread that
+    // carries the runs, and every record is written from that one thread.
+    let reason = match runtime.block_on(async { tokio::spawn(serving).await }) {
+        Ok(reason) => reason,
+        Err(err) => {
+            tracing::error!("the in-process RPC loop ended abnormally: {err}");
+            ExitReason::OutputFailed
+        }
+    };
     Ok((reason, driving.join()))
 }
 
