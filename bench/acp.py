@@ -3,7 +3,7 @@
 `pi-acp`, which spawns `pi --mode rpc` and translates its events to ACP), on the same flows, in
 the same run, against tau-mock-llm.
 
-    python3 bench/acp.py [--runs 7] [--deltas 10000] [--pi /tmp/pi-ref]
+    python3 bench/acp.py [--runs 7] [--deltas 10000] [--pace MS] [--pi /tmp/pi-ref]
                          [--pi-acp /tmp/pi-acp-bench] [--pi-acp-old /tmp/pi-acp-old]
                          [--only tau] [--no-build] [--tau-also /path/to/other/tau]
 
@@ -228,9 +228,16 @@ def reap_tree(main_pid, others, timeout=10.0):
     return ru_user + ru_sys
 
 
-def run_once(cmd, env, cwd, url, deltas, mock_pid):
-    chunks = ["%04d" % (i % 10000) for i in range(deltas)]
-    post(url + "/_mock/replies", {"content": [{"type": "text", "chunks": chunks}]})
+def scripted_reply(deltas, pace):
+    """The mock's reply: `deltas` text chunks of 4 digits, `pace` ms apart (0: at once)."""
+    reply = {"content": [{"type": "text", "chunks": ["%04d" % (i % 10000) for i in range(deltas)]}]}
+    if pace:
+        reply["chunkDelayMs"] = pace
+    return reply
+
+
+def run_once(cmd, env, cwd, url, deltas, mock_pid, pace=0):
+    post(url + "/_mock/replies", scripted_reply(deltas, pace))
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=env, cwd=cwd, bufsize=0)
@@ -287,11 +294,10 @@ def run_once(cmd, env, cwd, url, deltas, mock_pid):
             "reply_cpu": (cpu1 - cpu0) * 1000 / CLK_TCK, "total_cpu": total_cpu * 1000}
 
 
-def mock_floor(url, deltas):
+def mock_floor(url, deltas, pace=0):
     """The mock alone: one streamed request for the same reply, read to its end by this script."""
     import http.client
-    chunks = ["%04d" % (i % 10000) for i in range(deltas)]
-    post(url + "/_mock/replies", {"content": [{"type": "text", "chunks": chunks}]})
+    post(url + "/_mock/replies", scripted_reply(deltas, pace))
     host, port = url[len("http://"):].split(":")
     conn = http.client.HTTPConnection(host, int(port))
     t0 = time.monotonic()
@@ -318,6 +324,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--deltas", type=int, default=10000)
+    parser.add_argument("--pace", type=int, default=0,
+                        help="milliseconds between two deltas, as a model sends them (the reply's CPU "
+                             "is then mostly what each delta's own wake-up costs: issue 44)")
     parser.add_argument("--pi", default="/tmp/pi-ref")
     parser.add_argument("--pi-acp", default="/tmp/pi-acp-bench")
     parser.add_argument("--pi-acp-old", default="/tmp/pi-acp-old")
@@ -402,9 +411,9 @@ def main():
     try:
         for i in range(args.runs + 1):  # round 0 warms the page cache, not counted
             if i:
-                floor.append(mock_floor(url, args.deltas))
+                floor.append(mock_floor(url, args.deltas, args.pace))
             for name, cmd, env in targets:
-                r = run_once(cmd, env, repo, url, args.deltas, mock.pid)
+                r = run_once(cmd, env, repo, url, args.deltas, mock.pid, args.pace)
                 if i:
                     results[name].append(r)
                 print("round %d %-26s init %7.1f  new %7.1f  spawn-first %7.1f  first %7.1f  reply %8.1f  "
