@@ -183,7 +183,8 @@ impl<O: Write + AsFd + Send + 'static> Output<O> {
     pub async fn write_when_woken(self: Arc<Self>) {
         loop {
             self.unwritten.notified().await;
-            // Held by the thread: it writes everything buffered before letting go.
+            // Held by the thread, which writes everything buffered before letting go, or by a
+            // writer on another thread, which notifies again once it lets go.
             let Ok(mut state) = self.state.try_lock() else {
                 continue;
             };
@@ -231,6 +232,8 @@ impl<O: Write + AsFd + Send + 'static> DirectWrite for Output<O> {
                 return Ok(());
             }
             drop(state);
+            // Every record, not only one into an empty buffer: the task may have found the
+            // buffer locked by this writer and gone back to wait (T136).
             self.unwritten.notify_one();
             return Ok(());
         }

@@ -65,14 +65,18 @@ impl EventSink {
     /// Hands `record` to the writer. If the writer is gone (stdout closed) the record is
     /// dropped: the process is already shutting down.
     async fn send(&self, record: Outbound) {
-        let record = match &self.direct {
-            Some(direct) => match direct.try_write(record) {
-                Ok(()) => return,
-                Err(record) => record,
-            },
-            None => record,
-        };
-        let _ = self.tx.send(record).await;
+        if let Some(record) = self.try_direct(record) {
+            let _ = self.tx.send(record).await;
+        }
+    }
+
+    /// Offers `record` to the direct writer; what it declines (or all, without one) comes back
+    /// to be queued.
+    fn try_direct(&self, record: Outbound) -> Option<Outbound> {
+        match &self.direct {
+            Some(direct) => direct.try_write(record).err(),
+            None => Some(record),
+        }
     }
 
     /// Queues an event (see [`EventSink::send`]).
@@ -84,13 +88,9 @@ impl EventSink {
     /// channel has room, else from a task of its own. Only for events whose place relative
     /// to the others does not matter.
     pub fn emit_now(&self, event: SessionEvent) {
-        let mut record = Outbound::Event(Box::new(event));
-        if let Some(direct) = &self.direct {
-            match direct.try_write(record) {
-                Ok(()) => return,
-                Err(declined) => record = declined,
-            }
-        }
+        let Some(record) = self.try_direct(Outbound::Event(Box::new(event))) else {
+            return;
+        };
         match self.tx.try_send(record) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
             Err(mpsc::error::TrySendError::Full(outbound)) => {

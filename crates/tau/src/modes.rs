@@ -61,13 +61,23 @@ fn serve_rpc(run: Run, runtime: &tokio::runtime::Runtime) -> ExitReason {
         extensions.take(),
         signals.first(),
     );
-    // On the runtime's worker, as ACP's (below): the commands' loop then shares the thread
-    // that carries the runs, instead of waking this one.
+    on_worker(runtime, "the RPC loop", serving).unwrap_or(ExitReason::OutputFailed)
+}
+
+/// Runs a front-end's loop on the runtime's worker rather than on this thread, so that it
+/// shares the thread that carries the runs: the worker that decodes a reply's bytes carries
+/// its events through the loop itself (one wake-up fewer per chunk, T131), and every record
+/// is written from that one thread (T136). `None`, logged, when the loop panicked.
+fn on_worker<F>(runtime: &tokio::runtime::Runtime, what: &str, serving: F) -> Option<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
     match runtime.block_on(async { tokio::spawn(serving).await }) {
-        Ok(reason) => reason,
+        Ok(output) => Some(output),
         Err(err) => {
-            tracing::error!("the RPC loop ended abnormally: {err}");
-            ExitReason::OutputFailed
+            tracing::error!("{what} ended abnormally: {err}");
+            None
         }
     }
 }
@@ -95,18 +105,10 @@ fn serve_acp(run: Run, runtime: &tokio::runtime::Runtime) -> anyhow::Result<Exit
         extensions,
         signals.first(),
     );
-    // On a worker of the runtime, not on this thread: the worker that decodes a reply's
-    // bytes then carries its events through the loop itself, one wake-up fewer per chunk
-    // than when the loop waits on the thread that started the runtime.
-    let served = runtime.block_on(async { tokio::spawn(serving).await });
-    Ok(match served {
-        Ok(tau_acp::ExitReason::InputClosed) => ExitReason::InputClosed,
-        Ok(tau_acp::ExitReason::Signal(code)) => ExitReason::Signal(code),
-        Ok(tau_acp::ExitReason::OutputFailed) => ExitReason::OutputFailed,
-        Err(err) => {
-            tracing::error!("the ACP connection ended abnormally: {err}");
-            ExitReason::OutputFailed
-        }
+    Ok(match on_worker(runtime, "the ACP connection", serving) {
+        Some(tau_acp::ExitReason::InputClosed) => ExitReason::InputClosed,
+        Some(tau_acp::ExitReason::Signal(code)) => ExitReason::Signal(code),
+        Some(tau_acp::ExitReason::OutputFailed) | None => ExitReason::OutputFailed,
     })
 }
 
@@ -242,15 +244,8 @@ fn serve_in_process<T: Send + 'static>(
         extensions.take(),
         signals.first(),
     );
-    // On the runtime's worker, as RPC mode's: the commands' loop then shares the thread that
-    // carries the runs, and every record is written from that one thread.
-    let reason = match runtime.block_on(async { tokio::spawn(serving).await }) {
-        Ok(reason) => reason,
-        Err(err) => {
-            tracing::error!("the in-process RPC loop ended abnormally: {err}");
-            ExitReason::OutputFailed
-        }
-    };
+    let reason =
+        on_worker(runtime, "the in-process RPC loop", serving).unwrap_or(ExitReason::OutputFailed);
     Ok((reason, driving.join()))
 }
 

@@ -493,28 +493,32 @@ impl AssistantStream {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Box<AssistantMessageEvent>>> {
         use std::task::Poll;
-        use tokio::sync::mpsc::error::TryRecvError;
         loop {
-            match self.rx.try_recv() {
-                Ok(event) => return Poll::Ready(Some(event)),
-                Err(TryRecvError::Disconnected) => return Poll::Ready(None),
-                Err(TryRecvError::Empty) => {}
+            if let Some(event) = self.queued() {
+                return Poll::Ready(event);
             }
             let Some(producer) = self.producer.as_mut() else {
                 return self.rx.poll_recv(cx);
             };
-            match producer.as_mut().poll(cx) {
+            if producer.as_mut().poll(cx).is_ready() {
                 // Its sender is gone with it: what it queued is read, then `None`.
-                Poll::Ready(()) => self.producer = None,
-                Poll::Pending => {
-                    return match self.rx.try_recv() {
-                        Ok(event) => Poll::Ready(Some(event)),
-                        Err(TryRecvError::Disconnected) => Poll::Ready(None),
-                        // Woken by what it waits on (the socket, a timer, the channel's room).
-                        Err(TryRecvError::Empty) => Poll::Pending,
-                    };
-                }
+                self.producer = None;
+                continue;
             }
+            // Pending, woken by what it waits on (the socket, a timer, the channel's room);
+            // not through the channel, which would wake this task for its own events.
+            return self.queued().map_or(Poll::Pending, Poll::Ready);
+        }
+    }
+
+    /// What the producer queued: an event, `None` once it is done and all is read, or
+    /// nothing yet.
+    fn queued(&mut self) -> Option<Option<Box<AssistantMessageEvent>>> {
+        use tokio::sync::mpsc::error::TryRecvError;
+        match self.rx.try_recv() {
+            Ok(event) => Some(Some(event)),
+            Err(TryRecvError::Disconnected) => Some(None),
+            Err(TryRecvError::Empty) => None,
         }
     }
 
@@ -600,57 +604,44 @@ async fn within<T>(
     options: &StreamOptions,
     limit: Duration,
 ) -> Result<T, ProviderError> {
-    let started = tokio::time::Instant::now();
-    tokio::pin!(future);
-    loop {
-        let changed = options.idle_cap.changed();
-        let limit = options.idle_cap.applied_to(limit);
-        let deadline = async {
-            match started.checked_add(limit).filter(|_| !limit.is_zero()) {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            () = options.cancel.cancelled() => return Err(ProviderError::Aborted),
-            result = &mut future => return Ok(result),
-            () = deadline => return Err(ProviderError::Idle(limit)),
-            () = changed => {}
-        }
-    }
+    Waits::new(options, limit).wait(future).await
 }
 
-/// What the wait for a body's next chunk watches besides the body: the run's cancellation, the
-/// idle limit and its cap's changes. They are made once per body and kept from chunk to
-/// chunk, the timer only moved on (a later deadline is a store, no lock): made for each chunk,
-/// as [`within`] does, they cost a paced delta a new timer, a new `Notified` and a new
+/// What a wait watches besides the awaited future: the run's cancellation, the silence limit
+/// and its cap's changes. A response body's chunks are all waited for with one `Waits`, which
+/// keeps them from chunk to chunk and only moves the timer on (a later deadline is a store, no
+/// lock): made for each chunk, they cost a paced delta a new timer, a new `Notified` and a new
 /// cancellation future, each registered and dropped again, ~1.5 K of its ~16 K instructions.
-struct ChunkWaits<'o> {
+struct Waits<'o> {
     options: &'o StreamOptions,
+    /// The configured limit, before the cap (zero: none).
+    limit: Duration,
     cancelled: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFuture<'o>>>,
     changed: std::pin::Pin<Box<tokio::sync::futures::Notified<'o>>>,
     idle: std::pin::Pin<Box<tokio::time::Sleep>>,
 }
 
-impl<'o> ChunkWaits<'o> {
-    fn new(options: &'o StreamOptions) -> Self {
+impl<'o> Waits<'o> {
+    fn new(options: &'o StreamOptions, limit: Duration) -> Self {
         Self {
             options,
+            limit,
             cancelled: Box::pin(options.cancel.cancelled()),
             changed: options.idle_cap.changed(),
             idle: Box::pin(tokio::time::sleep(Duration::ZERO)),
         }
     }
 
-    /// The body's next item, as [`within`] with the idle timeout would wait for it.
-    async fn next<S: futures_util::Stream + Unpin>(
+    /// `future`'s output, unless the run is cancelled or the limit of silence, counted from
+    /// now, passes first.
+    async fn wait<T>(
         &mut self,
-        body: &mut S,
-    ) -> Result<Option<S::Item>, ProviderError> {
+        future: impl std::future::Future<Output = T>,
+    ) -> Result<T, ProviderError> {
         let started = tokio::time::Instant::now();
+        tokio::pin!(future);
         loop {
-            let limit = self.options.idle_cap.applied_to(self.options.idle_timeout);
+            let limit = self.options.idle_cap.applied_to(self.limit);
             let timed = match started.checked_add(limit).filter(|_| !limit.is_zero()) {
                 Some(at) => {
                     self.idle.as_mut().reset(at);
@@ -661,7 +652,7 @@ impl<'o> ChunkWaits<'o> {
             tokio::select! {
                 biased;
                 () = &mut self.cancelled => return Err(ProviderError::Aborted),
-                next = body.next() => return Ok(next),
+                result = &mut future => return Ok(result),
                 () = &mut self.idle, if timed => return Err(ProviderError::Idle(limit)),
                 () = &mut self.changed => self.changed = self.options.idle_cap.changed(),
             }
@@ -893,9 +884,9 @@ async fn run(
     let mut body = response.bytes_stream();
     let mut decoder = BodyDecoder::new(request.framing);
     let mut ops = Vec::new();
-    let mut waits = ChunkWaits::new(options);
+    let mut waits = Waits::new(options, options.idle_timeout);
     loop {
-        let chunk = match waits.next(&mut body).await? {
+        let chunk = match waits.wait(body.next()).await? {
             None => break,
             Some(Ok(chunk)) => chunk,
             Some(Err(err)) => {

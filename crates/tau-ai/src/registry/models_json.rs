@@ -578,16 +578,6 @@ impl Models {
     }
 }
 
-impl std::ops::Index<usize> for Models {
-    type Output = Model;
-    fn index(&self, index: usize) -> &Model {
-        match index.checked_sub(self.builtins.len()) {
-            None => &self.builtins[index],
-            Some(at) => &self.added[at],
-        }
-    }
-}
-
 /// Equal when the same models are in the same order, however the list holds them.
 impl PartialEq for Models {
     fn eq(&self, other: &Self) -> bool {

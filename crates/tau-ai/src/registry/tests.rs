@@ -425,7 +425,13 @@ fn custom_models_get_pi_defaults() {
     // Custom models come after the built-ins, in file order.
     let all = reg.all_models();
     let n = all.len();
-    assert_eq!((&all[n - 2].id[..], &all[n - 1].id[..]), ("plain", "full"));
+    assert_eq!(
+        (
+            &all.get(n - 2).unwrap().id[..],
+            &all.get(n - 1).unwrap().id[..]
+        ),
+        ("plain", "full")
+    );
 }
 
 #[test]
@@ -525,8 +531,9 @@ fn custom_models_replace_builtins_in_place() {
         .unwrap();
     let all = reg.all_models();
     assert_eq!(all.len(), builtin_models().len());
-    assert_eq!(all[builtin_pos].name, "Mine");
-    assert_eq!(all[builtin_pos].context_window, 1000);
+    let mine = all.get(builtin_pos).unwrap();
+    assert_eq!(mine.name, "Mine");
+    assert_eq!(mine.context_window, 1000);
 }
 
 #[test]
